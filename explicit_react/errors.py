@@ -1,0 +1,32 @@
+"""Errors, sorted by who has to act on them.
+
+- ``ParseError``: the *model* wrote something we cannot use. Its ``feedback`` is written for the
+  model and becomes the next observation; the run goes on.
+- ``ConfigurationError``: the *developer* set something up wrong (unknown tool type, bad option).
+  Raised at construction time, never in the middle of a run.
+- Nobody has to act when a run simply ends: that is an ``AgentResult`` with a ``StopReason``,
+  not an exception.
+"""
+
+from __future__ import annotations
+
+
+class ParseError(ValueError):
+    """The model's reply could not be read as an action or a final answer.
+
+    ``feedback`` tells the model what was wrong and shows the expected format; ``text`` is the
+    reply that failed.
+    """
+
+    def __init__(self, feedback: str, text: str = "") -> None:
+        super().__init__(feedback)
+        self.feedback = feedback
+        self.text = text
+
+
+class ConfigurationError(ValueError):
+    """The agent, a tool or a model was configured wrongly; the message says how to fix it."""
+
+
+class ModelCallError(RuntimeError):
+    """The model call failed after every retry, or timed out; ends the run with ``LLM_ERROR``."""

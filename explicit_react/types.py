@@ -1,0 +1,171 @@
+"""The values a run produces: parsed decisions, steps, results and stop reasons.
+
+Plain frozen dataclasses with no LangChain imports, so the parser, the scratchpad
+and the prompt can be used and tested without a model.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Union
+
+ToolInput = Union[str, dict[str, Any], list[Any]]
+
+
+class StopReason(str, Enum):
+    """Why a run ended. Exactly one value per cause; ``SUCCESS`` is the only good one."""
+
+    SUCCESS = "success"
+    """The model gave a final answer."""
+    RETURN_DIRECT = "return_direct"
+    """A tool marked ``return_direct`` answered; its output is the answer."""
+    MAX_ITERATIONS = "max_iterations"
+    """The model used every turn of ``max_iterations`` without a final answer."""
+    MAX_TOOL_CALLS = "max_tool_calls"
+    """The model asked for one tool call more than ``max_tool_calls`` allows."""
+    MAX_SECONDS = "max_seconds"
+    """The wall-clock budget ``max_seconds`` ran out."""
+    MAX_TOKENS = "max_tokens"
+    """The model reported more tokens in total than ``max_tokens`` allows."""
+    LOOP_DETECTED = "loop_detected"
+    """The model kept repeating a call after it was told the call was a repeat."""
+    TOOL_DENIED = "tool_denied"
+    """The model asked for a tool outside ``allowed_tools`` (with ``on_denied="stop"``)."""
+    LLM_ERROR = "llm_error"
+    """The model call failed (after retries) or timed out."""
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class TokenUsage:
+    """Token counts reported by the model; zero when the model reports none."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        return TokenUsage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.total_tokens + other.total_tokens,
+        )
+
+    def to_dict(self) -> dict[str, int]:
+        """The counts as a plain dict."""
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "total_tokens": self.total_tokens,
+        }
+
+
+@dataclass(frozen=True)
+class Action:
+    """The model asks to run ``tool`` with ``tool_input``."""
+
+    tool: str
+    tool_input: ToolInput
+    thought: str = ""
+    log: str = ""
+    """The model text this action was parsed from (after the client-side cut)."""
+
+
+@dataclass(frozen=True)
+class FinalAnswer:
+    """The model is done and answers."""
+
+    answer: str
+    thought: str = ""
+    log: str = ""
+
+
+Decision = Union[Action, FinalAnswer]
+
+
+@dataclass(frozen=True)
+class Step:
+    """One turn that ended in an observation: a tool call, a parse error, a refused or repeated call.
+
+    ``observation`` is always a string; one that reports a failure starts with ``Error:``.
+    ``error`` names the kind of failure (``"parse_error"``, ``"unknown_tool"``, ``"invalid_input"``,
+    ``"tool_error"``, ``"tool_timeout"``, ``"tool_denied"``, ``"repeated_call"``) or is ``None``.
+    """
+
+    thought: str
+    action: str
+    action_input: ToolInput
+    observation: str
+    log: str = ""
+    error: str | None = None
+    llm_seconds: float = 0.0
+    tool_seconds: float = 0.0
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    tool_output: Any = field(default=None, compare=False, repr=False)
+    """The tool's raw return value (not serialised); ``None`` when no tool ran."""
+
+    @property
+    def duration(self) -> float:
+        """Seconds spent in this step: the model call plus the tool call."""
+        return self.llm_seconds + self.tool_seconds
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable dict with ``thought, action, action_input, observation`` and the details."""
+        return {
+            "thought": self.thought,
+            "action": self.action,
+            "action_input": _jsonable(self.action_input),
+            "observation": self.observation,
+            "log": self.log,
+            "error": self.error,
+            "llm_seconds": round(self.llm_seconds, 6),
+            "tool_seconds": round(self.tool_seconds, 6),
+            "duration": round(self.duration, 6),
+            "usage": self.usage.to_dict(),
+        }
+
+
+@dataclass(frozen=True)
+class AgentResult:
+    """Everything a run produced: the answer, every step, and why it stopped."""
+
+    answer: str
+    steps: list[Step]
+    stop_reason: StopReason
+    error: str | None = None
+    """``None`` on success; otherwise one sentence on why the run did not end with an answer."""
+    question: str = ""
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    elapsed_seconds: float = 0.0
+    llm_calls: int = 0
+
+    @property
+    def success(self) -> bool:
+        """True when the run ended with an answer the model (or a return_direct tool) gave on its own."""
+        return self.stop_reason in (StopReason.SUCCESS, StopReason.RETURN_DIRECT)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable dict of the whole result, steps included."""
+        return {
+            "question": self.question,
+            "answer": self.answer,
+            "success": self.success,
+            "stop_reason": self.stop_reason.value,
+            "error": self.error,
+            "steps": [step.to_dict() for step in self.steps],
+            "usage": self.usage.to_dict(),
+            "elapsed_seconds": round(self.elapsed_seconds, 6),
+            "llm_calls": self.llm_calls,
+        }
+
+
+def _jsonable(value: Any) -> Any:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return str(value)
+    return value
