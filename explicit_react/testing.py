@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
@@ -21,7 +21,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import PrivateAttr
 
-Reply = Union[str, AIMessage, BaseException]
+Reply = str | AIMessage | BaseException
 
 
 class ScriptExhausted(AssertionError):
@@ -73,7 +73,8 @@ class ScriptedChatModel(BaseChatModel):
             if not isinstance(replies, list) or not all(isinstance(r, str) for r in replies):
                 raise ValueError(f"{path}: expected a JSON list of strings")
         else:
-            blocks, current = [], []
+            blocks: list[str] = []
+            current: list[str] = []
             for line in text.splitlines():
                 if line.strip() == "---":
                     blocks.append("\n".join(current).strip())

@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Union
+from typing import Any
 
-ToolInput = Union[str, dict[str, Any], list[Any]]
+ToolInput = str | dict[str, Any] | list[Any]
 
 
 class StopReason(str, Enum):
@@ -84,7 +84,7 @@ class FinalAnswer:
     log: str = ""
 
 
-Decision = Union[Action, FinalAnswer]
+Decision = Action | FinalAnswer
 
 
 @dataclass(frozen=True)

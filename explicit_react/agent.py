@@ -1,0 +1,622 @@
+"""ExplicitReActAgent: Think → Act → Observe, in a loop you can read top to bottom.
+
+    render the prompt → the model completes it → parse the reply
+    → a Final Answer ends the run; an Action runs through the policy and the tool executor
+    → the observation becomes a step → check the budgets → repeat
+
+Bad model output and tool failures become observations the model can recover from; normal stops
+are data (``AgentResult.stop_reason``), never exceptions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from langchain_core.agents import AgentAction, AgentFinish
+from langchain_core.callbacks import AsyncCallbackManagerForChainRun, CallbackManagerForChainRun
+from langchain_core.runnables import Runnable, RunnableConfig, ensure_config
+from langchain_core.runnables.config import (
+    get_async_callback_manager_for_config,
+    get_callback_manager_for_config,
+)
+from langchain_core.tools import BaseTool
+
+from explicit_react import scratchpad
+from explicit_react.deadline import DeadlineExceeded
+from explicit_react.errors import ConfigurationError, ModelCallError, ParseError
+from explicit_react.executor import ToolExecutor, ToolOutcome, as_tool
+from explicit_react.llm import Completion, ModelAdapter
+from explicit_react.parser import parse
+from explicit_react.policy import Budget, RunGuard
+from explicit_react.prompt import Message, ReActPrompt, ToolSpec
+from explicit_react.scratchpad import ScratchpadLimits, truncate_middle
+from explicit_react.types import Action, AgentResult, FinalAnswer, Step, StopReason, TokenUsage
+
+AgentInput = str | Mapping[str, Any]
+AnyRunManager = CallbackManagerForChainRun | AsyncCallbackManagerForChainRun | None
+
+
+class RunListener(Protocol):
+    """Receives a run's progress; ``display.TracePrinter`` and ``trace.JsonlTrace`` are listeners."""
+
+    def on_turn_start(self, turn: int, max_turns: int) -> None:
+        """The model is about to be asked for turn ``turn`` (1-based)."""
+
+    def on_step(self, step: Step, turn: int, max_turns: int) -> None:
+        """A step completed (its observation is in)."""
+
+    def on_result(self, result: AgentResult) -> None:
+        """The run ended."""
+
+
+@dataclass(frozen=True)
+class Turn:
+    """What one Think phase produced: the model's text and its parse (or the parse feedback)."""
+
+    text: str
+    decision: Action | FinalAnswer | None
+    feedback: str | None = None
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class Acted:
+    """What the Act phase did: the outcome to observe (``None`` when nothing ran), and a stop if any."""
+
+    outcome: ToolOutcome | None
+    tool: str = ""
+    stop: StopReason | None = None
+
+
+@dataclass
+class _Run:
+    """The state of one run: the question, the steps so far, the guard, the counters."""
+
+    question: str
+    context: str
+    guard: RunGuard
+    manager: AnyRunManager = None
+    steps: list[Step] = field(default_factory=list)
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    llm_calls: int = 0
+    result: AgentResult | None = None
+
+    @property
+    def callbacks(self) -> Any:
+        return self.manager.get_child() if self.manager else None
+
+    def count(self, usage: TokenUsage) -> None:
+        self.usage += usage
+        self.llm_calls += 1
+        self.guard.record_tokens(usage.total_tokens)
+
+    def finish(self, answer: str, stop: StopReason, error: str | None = None) -> AgentResult:
+        self.result = AgentResult(
+            answer=answer,
+            steps=list(self.steps),
+            stop_reason=stop,
+            error=error,
+            question=self.question,
+            usage=self.usage,
+            elapsed_seconds=self.guard.deadline.elapsed(),
+            llm_calls=self.llm_calls,
+        )
+        return self.result
+
+
+class ExplicitReActAgent(Runnable[AgentInput, dict[str, Any]]):
+    """A ReAct agent whose every part is explicit: prompt, parser, scratchpad, executor, policy.
+
+    ``llm``: a LangChain chat model or LLM, any Runnable, or ``callable(messages) -> str``.
+    ``tools``: LangChain ``BaseTool``s or plain functions; ``None`` gives web search and Python.
+    Limits (``None`` = none): ``max_iterations`` turns, ``max_tool_calls``, ``max_seconds`` of wall
+    clock, ``max_tokens`` in total. ``allowed_tools`` denies every other tool. ``on_limit``:
+    ``"generate"`` asks the model once more for an answer at a limit, ``"force"`` just stops.
+    ``verbose=True`` prints a coloured trace; ``trace_path`` writes one JSON line per step.
+    """
+
+    def __init__(
+        self,
+        llm: Any,
+        tools: Sequence[BaseTool | Callable[..., Any]] | None = None,
+        *,
+        max_iterations: int = 5,
+        max_tool_calls: int | None = None,
+        max_seconds: float | None = None,
+        max_tokens: int | None = None,
+        allowed_tools: Collection[str] | None = None,
+        tool_timeout: float | None = None,
+        llm_timeout: float | None = None,
+        max_retries: int = 2,
+        retry_backoff: float = 1.0,
+        on_limit: Literal["generate", "force"] = "generate",
+        max_observation_chars: int = 4000,
+        keep_recent_steps: int | None = 6,
+        prompt: str | ReActPrompt | None = None,
+        verbose: bool = False,
+        trace_path: str | Path | None = None,
+        listeners: Sequence[RunListener] = (),
+    ) -> None:
+        if on_limit not in ("generate", "force"):
+            raise ConfigurationError(f"on_limit must be 'generate' or 'force', not {on_limit!r}")
+        try:
+            self.budget = Budget(max_iterations, max_tool_calls, max_seconds, max_tokens)
+        except ValueError as exc:
+            raise ConfigurationError(str(exc)) from None
+        if tools is None:
+            from explicit_react.tools import default_tools
+
+            tools = default_tools()
+        self.tools: list[BaseTool] = [as_tool(t) for t in tools]
+        self.executor = ToolExecutor(self.tools)
+        self.allowed_tools = frozenset(allowed_tools) if allowed_tools is not None else None
+        if self.allowed_tools is not None and (unknown := self.allowed_tools - set(self.executor.tools)):
+            raise ConfigurationError(f"allowed_tools names tools that do not exist: {sorted(unknown)}")
+        self.model = ModelAdapter(
+            llm, timeout=llm_timeout, max_retries=max_retries, retry_backoff=retry_backoff
+        )
+        self.llm = llm
+        self.prompt = prompt if isinstance(prompt, ReActPrompt) else ReActPrompt(prompt)
+        self.limits = ScratchpadLimits(
+            max_observation_chars=max_observation_chars, keep_recent=keep_recent_steps
+        )
+        self.tool_timeout = tool_timeout
+        self.on_limit = on_limit
+        self.listeners: list[Any] = list(listeners)
+        if verbose:
+            from explicit_react.display import TracePrinter
+
+            self.listeners.append(TracePrinter())
+        if trace_path is not None:
+            from explicit_react.trace import JsonlTrace
+
+            self.listeners.append(JsonlTrace(trace_path))
+
+    @property
+    def max_iterations(self) -> int:
+        """The iteration budget."""
+        return self.budget.max_iterations
+
+    @property
+    def tool_specs(self) -> list[ToolSpec]:
+        """The tools the model is shown: all of them, or the allowed ones."""
+        return [
+            spec
+            for name, spec in self.executor.specs.items()
+            if self.allowed_tools is None or name in self.allowed_tools
+        ]
+
+    # Think, Act, Observe --------------------------------------------------------------------
+    def messages(
+        self, question: str, steps: Sequence[Step] = (), context: str = "", steps_left: int | None = None
+    ) -> list[Message]:
+        """The prompt for the next turn, as role/content messages."""
+        return self.prompt.messages(
+            question, self.tool_specs, scratchpad.render(steps, self.limits), context, steps_left
+        )
+
+    def _decide(self, completion: Completion) -> Turn:
+        try:
+            decision = parse(completion.text)
+        except ParseError as exc:
+            return Turn(completion.text, None, exc.feedback, completion.usage, completion.seconds)
+        return Turn(completion.text, decision, None, completion.usage, completion.seconds)
+
+    def think(
+        self,
+        question: str,
+        steps: Sequence[Step] = (),
+        context: str = "",
+        *,
+        steps_left: int | None = None,
+        _run: _Run | None = None,
+    ) -> Turn:
+        """THINK: ask the model for its next thought and action (or answer), and parse the reply."""
+        completion = self.model.complete(
+            self.messages(question, steps, context, steps_left),
+            callbacks=_run.callbacks if _run else None,
+            deadline=_run.guard.deadline if _run else None,
+        )
+        return self._decide(completion)
+
+    async def athink(
+        self,
+        question: str,
+        steps: Sequence[Step] = (),
+        context: str = "",
+        *,
+        steps_left: int | None = None,
+        _run: _Run | None = None,
+    ) -> Turn:
+        """Async ``think``."""
+        completion = await self.model.acomplete(
+            self.messages(question, steps, context, steps_left),
+            callbacks=_run.callbacks if _run else None,
+            deadline=_run.guard.deadline if _run else None,
+        )
+        return self._decide(completion)
+
+    def _permit(self, turn: Turn, run: _Run) -> Acted | None:
+        """The policy's answer to a turn: an ``Acted`` when the tool must not run, ``None`` to run it."""
+        if turn.decision is None:
+            feedback = turn.feedback or "Your reply could not be read."
+            return Acted(
+                ToolOutcome(
+                    feedback if feedback.startswith("Error") else f"Error: {feedback}", error="parse_error"
+                )
+            )
+        action = turn.decision
+        assert isinstance(action, Action)
+        tool = self.executor.resolve(action.tool)
+        if tool is None:
+            return Acted(
+                ToolOutcome(self.executor.unknown_tool_observation(action.tool), error="unknown_tool")
+            )
+        verdict = run.guard.check(tool, action.tool_input)
+        if verdict.run:
+            if run.manager is not None:
+                run.manager.on_agent_action(AgentAction(tool, action.tool_input, turn.text))  # type: ignore[arg-type]
+            return None
+        if not verdict.observation:  # over the tool-call budget: nothing to observe, the run ends
+            return Acted(None, tool, verdict.stop)
+        return Acted(ToolOutcome(verdict.observation, error=verdict.error), tool, verdict.stop)
+
+    def act(self, turn: Turn, _run: _Run | None = None) -> Acted:
+        """ACT: run the action the model chose, if the policy allows it."""
+        run = _run or self._new_run("", "", None)
+        if (refused := self._permit(turn, run)) is not None:
+            return refused
+        action = turn.decision
+        assert isinstance(action, Action)
+        outcome = self.executor.execute(
+            action.tool,
+            action.tool_input,
+            callbacks=run.callbacks,
+            timeout=self.tool_timeout,
+            deadline=run.guard.deadline,
+        )
+        return self._ran(action, outcome, run)
+
+    async def aact(self, turn: Turn, _run: _Run | None = None) -> Acted:
+        """Async ``act``."""
+        run = _run or self._new_run("", "", None)
+        if (refused := self._permit(turn, run)) is not None:
+            return refused
+        action = turn.decision
+        assert isinstance(action, Action)
+        outcome = await self.executor.aexecute(
+            action.tool,
+            action.tool_input,
+            callbacks=run.callbacks,
+            timeout=self.tool_timeout,
+            deadline=run.guard.deadline,
+        )
+        return self._ran(action, outcome, run)
+
+    def _ran(self, action: Action, outcome: ToolOutcome, run: _Run) -> Acted:
+        tool = self.executor.resolve(action.tool) or action.tool
+        run.guard.record_call(len(run.steps) + 1, tool, action.tool_input, outcome.observation)
+        return Acted(outcome, tool, StopReason.RETURN_DIRECT if outcome.return_direct else None)
+
+    def observe(self, turn: Turn, acted: Acted) -> Step:
+        """OBSERVE: record the turn and what it produced as a step."""
+        outcome = acted.outcome or ToolOutcome("")
+        action = turn.decision if isinstance(turn.decision, Action) else None
+        return Step(
+            thought=action.thought if action else "",
+            action=(acted.tool or action.tool) if action else "",
+            action_input=action.tool_input if action else "",
+            observation=truncate_middle(outcome.observation, self.limits.max_observation_chars),
+            log=turn.text,
+            error=outcome.error,
+            llm_seconds=turn.seconds,
+            tool_seconds=outcome.seconds,
+            usage=turn.usage,
+            tool_output=outcome.output,
+        )
+
+    # The loop -----------------------------------------------------------------------------
+    def _loop(self, run: _Run) -> Iterator[Step]:
+        """Think → Act → Observe until a final answer or a stop; yields each step as it completes."""
+        guard = run.guard
+        while (stop := guard.stop_before_turn(len(run.steps))) is None:
+            self._emit("on_turn_start", len(run.steps) + 1, self.max_iterations)
+            try:
+                turn = self.think(
+                    run.question,
+                    run.steps,
+                    run.context,
+                    steps_left=guard.steps_left(len(run.steps)),
+                    _run=run,
+                )
+                run.count(turn.usage)
+                if isinstance(turn.decision, FinalAnswer):
+                    self._finish(run, turn.decision.answer, StopReason.SUCCESS, turn.text)
+                    return
+                acted = self.act(turn, run)
+            except ModelCallError as exc:
+                self._finish(run, _STOPPED[StopReason.LLM_ERROR], StopReason.LLM_ERROR, error=str(exc))
+                return
+            except DeadlineExceeded:
+                stop = StopReason.MAX_SECONDS
+                break
+            if acted.outcome is not None:
+                step = self.observe(turn, acted)
+                run.steps.append(step)
+                self._emit("on_step", step, len(run.steps), self.max_iterations)
+                yield step
+            if acted.stop is not None:
+                stop = acted.stop
+                break
+        self._stop_at_limit(run, stop)
+
+    async def _aloop(self, run: _Run) -> AsyncIterator[Step]:
+        """Async twin of ``_loop``."""
+        guard = run.guard
+        while (stop := guard.stop_before_turn(len(run.steps))) is None:
+            self._emit("on_turn_start", len(run.steps) + 1, self.max_iterations)
+            try:
+                turn = await self.athink(
+                    run.question,
+                    run.steps,
+                    run.context,
+                    steps_left=guard.steps_left(len(run.steps)),
+                    _run=run,
+                )
+                run.count(turn.usage)
+                if isinstance(turn.decision, FinalAnswer):
+                    self._finish(run, turn.decision.answer, StopReason.SUCCESS, turn.text)
+                    return
+                acted = await self.aact(turn, run)
+            except ModelCallError as exc:
+                self._finish(run, _STOPPED[StopReason.LLM_ERROR], StopReason.LLM_ERROR, error=str(exc))
+                return
+            except DeadlineExceeded:
+                stop = StopReason.MAX_SECONDS
+                break
+            if acted.outcome is not None:
+                step = self.observe(turn, acted)
+                run.steps.append(step)
+                self._emit("on_step", step, len(run.steps), self.max_iterations)
+                yield step
+            if acted.stop is not None:
+                stop = acted.stop
+                break
+        await self._astop_at_limit(run, stop)
+
+    # Stopping -----------------------------------------------------------------------------
+    def _wants_final_call(self, stop: StopReason) -> bool:
+        return self.on_limit == "generate" and stop in _ANSWER_AT_LIMIT
+
+    def _final_messages(self, run: _Run) -> list[Message]:
+        return self.prompt.final_answer_messages(
+            run.question, self.tool_specs, scratchpad.render(run.steps, self.limits), run.context
+        )
+
+    def _stop_at_limit(self, run: _Run, stop: StopReason) -> None:
+        """End a run that hit a limit: one tool-free call for an answer (``on_limit="generate"``), or none."""
+        if stop is StopReason.RETURN_DIRECT or not self._wants_final_call(stop):
+            self._stop_with(run, stop, None)
+            return
+        try:
+            completion = self.model.complete(
+                self._final_messages(run), callbacks=run.callbacks, deadline=run.guard.deadline
+            )
+        except (ModelCallError, DeadlineExceeded):
+            completion = _NO_COMPLETION
+        self._stop_with(run, stop, completion)
+
+    async def _astop_at_limit(self, run: _Run, stop: StopReason) -> None:
+        """Async ``_stop_at_limit``."""
+        if stop is StopReason.RETURN_DIRECT or not self._wants_final_call(stop):
+            self._stop_with(run, stop, None)
+            return
+        try:
+            completion = await self.model.acomplete(
+                self._final_messages(run), callbacks=run.callbacks, deadline=run.guard.deadline
+            )
+        except (ModelCallError, DeadlineExceeded):
+            completion = _NO_COMPLETION
+        self._stop_with(run, stop, completion)
+
+    def _stop_with(self, run: _Run, stop: StopReason, completion: Completion | None) -> None:
+        if stop is StopReason.RETURN_DIRECT:
+            self._finish(run, run.steps[-1].observation, stop)
+            return
+        reason = self._limit_sentence(stop)
+        answer = _STOPPED[stop]
+        if completion is not None:
+            if completion.text:
+                run.count(completion.usage)
+            try:
+                decision = parse(completion.text)
+            except ParseError:
+                decision = None
+            if isinstance(decision, FinalAnswer) and decision.answer.strip():
+                answer = decision.answer
+        self._finish(run, answer, stop, error=reason)
+
+    def _limit_sentence(self, stop: StopReason) -> str:
+        b = self.budget
+        return {
+            StopReason.MAX_ITERATIONS: f"the run reached max_iterations={b.max_iterations} without a final answer",
+            StopReason.MAX_TOOL_CALLS: f"the model asked for more than max_tool_calls={b.max_tool_calls} tool calls",
+            StopReason.MAX_SECONDS: f"the run used its max_seconds={b.max_seconds} before an answer",
+            StopReason.MAX_TOKENS: f"the model used more than max_tokens={b.max_tokens} tokens",
+            StopReason.LOOP_DETECTED: "the model kept repeating a call it had already made",
+            StopReason.TOOL_DENIED: "the model kept asking for a tool that is not allowed",
+        }.get(stop, str(stop))
+
+    def _finish(
+        self, run: _Run, answer: str, stop: StopReason, log: str = "", error: str | None = None
+    ) -> None:
+        result = run.finish(answer.strip(), stop, error)
+        if run.manager is not None:
+            run.manager.on_agent_finish(AgentFinish({"output": result.answer}, log or result.answer))
+        self._emit("on_result", result)
+
+    def _emit(self, event: str, *args: Any) -> None:
+        for listener in self.listeners:
+            handler = getattr(listener, event, None)
+            if handler is not None:
+                handler(*args)
+
+    # Public entry points ------------------------------------------------------------------
+    def _new_run(self, question: str, context: str, manager: AnyRunManager) -> _Run:
+        return _Run(question, context, RunGuard(self.budget, self.allowed_tools), manager)
+
+    def stream(  # type: ignore[override]
+        self, input: AgentInput, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> Iterator[Step | AgentResult]:
+        """Yield each ``Step`` as soon as its observation is in, then the ``AgentResult``."""
+        question, context = read_input(input, kwargs.pop("context", None))
+        config = ensure_config(config)
+        manager = get_callback_manager_for_config(config).on_chain_start(
+            None,
+            {"input": question, "context": context},
+            name=config.get("run_name") or self.get_name(),
+            run_id=config.pop("run_id", None),
+        )
+        run = self._new_run(question, context, manager)
+        try:
+            yield from self._loop(run)
+        except BaseException as exc:
+            manager.on_chain_error(exc)
+            raise
+        assert run.result is not None
+        manager.on_chain_end(result_to_output(run.result))
+        yield run.result
+
+    async def astream(  # type: ignore[override]
+        self, input: AgentInput, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> AsyncIterator[Step | AgentResult]:
+        """Async ``stream``."""
+        question, context = read_input(input, kwargs.pop("context", None))
+        config = ensure_config(config)
+        manager = await get_async_callback_manager_for_config(config).on_chain_start(
+            None,
+            {"input": question, "context": context},
+            name=config.get("run_name") or self.get_name(),
+            run_id=config.pop("run_id", None),
+        )
+        run = self._new_run(question, context, manager)
+        try:
+            async for step in self._aloop(run):
+                yield step
+        except BaseException as exc:
+            await manager.on_chain_error(exc)
+            raise
+        assert run.result is not None
+        await manager.on_chain_end(result_to_output(run.result))
+        yield run.result
+
+    def run(self, question: str, context: str = "", *, config: RunnableConfig | None = None) -> AgentResult:
+        """Answer ``question`` (with optional ``context``); returns the answer, every step and the stop reason."""
+        *_, result = self.stream({"input": question, "context": context}, config)
+        assert isinstance(result, AgentResult)
+        return result
+
+    async def arun(
+        self, question: str, context: str = "", *, config: RunnableConfig | None = None
+    ) -> AgentResult:
+        """Async ``run``."""
+        result: Any = None
+        async for result in self.astream({"input": question, "context": context}, config):  # noqa: B007
+            pass
+        assert isinstance(result, AgentResult)
+        return result
+
+    def think_act_observe(self, question: str, context: str = "") -> tuple[str, list[dict[str, Any]]]:
+        """The seed's interface: the answer and the steps as dicts."""
+        result = self.run(question, context)
+        return result.answer, [step.to_dict() for step in result.steps]
+
+    def invoke(
+        self, input: AgentInput, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> dict[str, Any]:
+        """Runnable entry point: a question or ``{"input", "context"}`` in, a dict with ``output`` out."""
+        question, context = read_input(input, kwargs.get("context"))
+        return result_to_output(self.run(question, context, config=config))
+
+    async def ainvoke(
+        self, input: AgentInput, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> dict[str, Any]:
+        """Async ``invoke``."""
+        question, context = read_input(input, kwargs.get("context"))
+        return result_to_output(await self.arun(question, context, config=config))
+
+    def transform(
+        self, input: Iterator[AgentInput], config: RunnableConfig | None = None, **kwargs: Any
+    ) -> Iterator[dict[str, Any]]:
+        """In a chain, the agent emits its output dict once (``stream`` is for steps)."""
+        for item in input:
+            yield self.invoke(item, config)
+
+    async def atransform(
+        self, input: AsyncIterator[AgentInput], config: RunnableConfig | None = None, **kwargs: Any
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Async ``transform``."""
+        async for item in input:
+            yield await self.ainvoke(item, config)
+
+
+_ANSWER_AT_LIMIT = {
+    StopReason.MAX_ITERATIONS,
+    StopReason.MAX_TOOL_CALLS,
+    StopReason.MAX_TOKENS,
+    StopReason.LOOP_DETECTED,
+    StopReason.TOOL_DENIED,
+}
+
+_STOPPED = {
+    StopReason.MAX_ITERATIONS: "I could not find an answer within the allowed number of steps.",
+    StopReason.MAX_TOOL_CALLS: "I could not find an answer within the allowed number of tool calls.",
+    StopReason.MAX_SECONDS: "I ran out of time before I could find an answer.",
+    StopReason.MAX_TOKENS: "I could not find an answer within the allowed number of tokens.",
+    StopReason.LOOP_DETECTED: "I stopped because I kept repeating the same action without getting closer to an answer.",
+    StopReason.TOOL_DENIED: "I stopped because the tool I needed is not allowed here.",
+    StopReason.LLM_ERROR: "I could not answer because the language model failed.",
+}
+
+
+_NO_COMPLETION = Completion("", TokenUsage(), 0.0)
+
+
+def read_input(input: AgentInput, context: Any = None) -> tuple[str, str]:
+    """The question and the context from a string or an ``{"input"|"question", "context"}`` dict."""
+    if isinstance(input, str):
+        return input, _context_text(context)
+    if isinstance(input, Mapping):
+        question = input.get("input", input.get("question"))
+        if not isinstance(question, str):
+            raise ConfigurationError("the input dict needs a string under 'input' (or 'question')")
+        return question, _context_text(input.get("context", context))
+    raise ConfigurationError(
+        f"input must be a question string or a dict with 'input', not {type(input).__name__}"
+    )
+
+
+def _context_text(context: Any) -> str:
+    if context is None:
+        return ""
+    if isinstance(context, str):
+        return context
+    from explicit_react.qa import format_context
+
+    return format_context(context)
+
+
+def result_to_output(result: AgentResult) -> dict[str, Any]:
+    """The Runnable output dict for a result."""
+    return {
+        "input": result.question,
+        "output": result.answer,
+        "stop_reason": result.stop_reason.value,
+        "success": result.success,
+        "error": result.error,
+        "steps": [step.to_dict() for step in result.steps],
+    }

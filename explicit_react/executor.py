@@ -1,0 +1,251 @@
+"""Runs one action: finds the tool, fits the input to its schema, runs it within a timeout, and turns
+every failure into an observation that starts with ``Error:``."""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import json_repair
+from langchain_core.callbacks import Callbacks
+from langchain_core.tools import BaseTool, StructuredTool, Tool, tool
+from pydantic import ValidationError
+
+from explicit_react.deadline import Deadline, DeadlineExceeded, acall_with_timeout, call_with_timeout
+from explicit_react.errors import ConfigurationError
+from explicit_react.prompt import ToolSpec
+from explicit_react.types import ToolInput
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """What running one action produced. ``error`` is ``None`` or the kind of failure."""
+
+    observation: str
+    output: Any = None
+    error: str | None = None
+    seconds: float = 0.0
+    return_direct: bool = False
+
+
+def as_tool(obj: BaseTool | Callable[..., Any]) -> BaseTool:
+    """A LangChain tool for ``obj``: a ``BaseTool`` as it is, a plain function through ``tool``."""
+    if isinstance(obj, BaseTool):
+        return obj
+    if callable(obj):
+        if not (getattr(obj, "__doc__", None) or "").strip():
+            raise ConfigurationError(
+                f"function {getattr(obj, '__name__', obj)!r} needs a docstring: it becomes the tool "
+                "description the model reads"
+            )
+        return tool(obj)
+    raise ConfigurationError(f"a tool must be a LangChain BaseTool or a function, not {type(obj).__name__}")
+
+
+def tool_spec(t: BaseTool) -> ToolSpec:
+    """The prompt's view of a LangChain tool."""
+    schema = t.tool_call_schema
+    if isinstance(schema, dict):
+        props, required = schema.get("properties", {}), schema.get("required", [])
+    else:
+        json_schema = schema.model_json_schema()  # type: ignore[union-attr]
+        props, required = json_schema.get("properties", {}), json_schema.get("required", [])
+    return ToolSpec(t.name, t.description, props, tuple(required))
+
+
+def normalize_name(name: str) -> str:
+    """Tool names compared loosely: case, spaces, dashes and underscores ignored."""
+    return "".join(ch for ch in name.lower() if ch.isalnum())
+
+
+class ToolExecutor:
+    """Runs actions against a fixed set of tools; never raises for anything the model did."""
+
+    def __init__(self, tools: Sequence[BaseTool]) -> None:
+        self.tools = {t.name: t for t in tools}
+        if len(self.tools) != len(tools):
+            raise ConfigurationError("two tools have the same name; tool names must be unique")
+        self.specs = {t.name: tool_spec(t) for t in tools}
+        self._loose = {normalize_name(name): name for name in self.tools}
+
+    def resolve(self, name: str) -> str | None:
+        """The real tool name the model meant (exact, or equal ignoring case and separators)."""
+        if name in self.tools:
+            return name
+        return self._loose.get(normalize_name(name))
+
+    def unknown_tool_observation(self, name: str) -> str:
+        """The observation for a tool name that matches no tool: the real names and the closest one."""
+        names = sorted(self.tools)
+        close = difflib.get_close_matches(name, names, n=1, cutoff=0.5)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        available = ", ".join(names) if names else "(none: answer without tools)"
+        return f"Error: there is no tool named {name!r}.{hint} Available tools: {available}."
+
+    def fit_input(self, name: str, tool_input: ToolInput) -> str | dict[str, Any]:
+        """The model's input shaped for the tool: text for text tools, a dict of arguments otherwise.
+
+        A dict with one value fits a text tool; text fits a one-argument schema tool; text that is
+        JSON-like is parsed for a schema tool. What cannot fit is left for the schema to reject.
+        """
+        t = self.tools[name]
+        if _takes_text(t):
+            if isinstance(tool_input, dict) and len(tool_input) == 1:
+                return _as_text(next(iter(tool_input.values())))
+            return _as_text(tool_input)
+        spec = self.specs[name]
+        arg_names = list(spec.args)
+        only_arg = (
+            arg_names[0] if len(arg_names) == 1 else (spec.required[0] if len(spec.required) == 1 else None)
+        )
+        if isinstance(tool_input, str):
+            parsed = _json_object(tool_input)
+            if parsed is not None and (only_arg is None or only_arg in parsed or len(arg_names) > 1):
+                return parsed
+            if only_arg is not None:
+                return {only_arg: tool_input}
+            return {_UNPARSED: tool_input}
+        if isinstance(tool_input, list):
+            return {only_arg: tool_input} if only_arg else {_UNPARSED: json.dumps(tool_input)}
+        if len(arg_names) == 1 and arg_names[0] not in tool_input and len(tool_input) == 1:
+            return {arg_names[0]: next(iter(tool_input.values()))}
+        return dict(tool_input)
+
+    def _prepare(self, name: str, tool_input: ToolInput) -> tuple[BaseTool | None, Any, ToolOutcome | None]:
+        real = self.resolve(name)
+        if real is None:
+            return None, None, ToolOutcome(self.unknown_tool_observation(name), error="unknown_tool")
+        fitted = self.fit_input(real, tool_input)
+        if isinstance(fitted, dict) and _UNPARSED in fitted:
+            return (
+                None,
+                None,
+                ToolOutcome(
+                    self._schema_hint(real, "Action Input is not a JSON object"), error="invalid_input"
+                ),
+            )
+        return self.tools[real], fitted, None
+
+    def _schema_hint(self, name: str, problem: str) -> str:
+        spec = self.specs[name]
+        expected = spec.describe().split("Action Input: ", 1)[-1] if spec.takes_json else "plain text"
+        return f"Error: invalid input for tool {name!r}: {problem}. Expected Action Input: {expected}"
+
+    def _finish(self, t: BaseTool, output: Any, started: float) -> ToolOutcome:
+        observation = output if isinstance(output, str) else _as_text(output)
+        error = "tool_error" if observation.startswith("Error") else None
+        return ToolOutcome(
+            observation, output, error, time.monotonic() - started, t.return_direct and not error
+        )
+
+    def _failure(self, t: BaseTool, exc: BaseException, started: float, timeout: float | None) -> ToolOutcome:
+        seconds = time.monotonic() - started
+        if isinstance(exc, ValidationError):
+            problems = "; ".join(
+                f"argument {'.'.join(map(str, e['loc'])) or '(input)'!r}: {e['msg']}" for e in exc.errors()
+            )
+            return ToolOutcome(self._schema_hint(t.name, problems), error="invalid_input", seconds=seconds)
+        if isinstance(exc, TimeoutError):
+            return ToolOutcome(
+                f"Error: tool {t.name!r} timed out after {timeout or 0:.1f} s. Try a simpler input or another tool.",
+                error="tool_timeout",
+                seconds=seconds,
+            )
+        message = str(exc).strip() or type(exc).__name__
+        return ToolOutcome(
+            f"Error: tool {t.name!r} failed: {type(exc).__name__}: {message}",
+            error="tool_error",
+            seconds=seconds,
+        )
+
+    def execute(
+        self,
+        name: str,
+        tool_input: ToolInput,
+        *,
+        callbacks: Callbacks = None,
+        timeout: float | None = None,
+        deadline: Deadline | None = None,
+    ) -> ToolOutcome:
+        """Run tool ``name``; the outcome's observation says what happened, failures included.
+
+        Raises only ``DeadlineExceeded``, when the run's own deadline (not ``timeout``) cut the call.
+        """
+        t, fitted, refused = self._prepare(name, tool_input)
+        if refused is not None or t is None:
+            return refused  # type: ignore[return-value]
+        limit, binding = deadline.timeout_for(timeout) if deadline else (timeout, False)
+        started = time.monotonic()
+        try:
+            output = call_with_timeout(lambda: _run_sync(t, fitted, callbacks), limit)
+        except TimeoutError as exc:
+            if binding:
+                raise DeadlineExceeded(f"time ran out while tool {t.name!r} was running") from exc
+            return self._failure(t, exc, started, limit)
+        except Exception as exc:
+            return self._failure(t, exc, started, limit)
+        return self._finish(t, output, started)
+
+    async def aexecute(
+        self,
+        name: str,
+        tool_input: ToolInput,
+        *,
+        callbacks: Callbacks = None,
+        timeout: float | None = None,
+        deadline: Deadline | None = None,
+    ) -> ToolOutcome:
+        """Async ``execute``: async tools are awaited, sync tools run in a worker thread."""
+        t, fitted, refused = self._prepare(name, tool_input)
+        if refused is not None or t is None:
+            return refused  # type: ignore[return-value]
+        limit, binding = deadline.timeout_for(timeout) if deadline else (timeout, False)
+        started = time.monotonic()
+        try:
+            output = await acall_with_timeout(t.arun(fitted, callbacks=callbacks), limit)
+        except TimeoutError as exc:
+            if binding:
+                raise DeadlineExceeded(f"time ran out while tool {t.name!r} was running") from exc
+            return self._failure(t, exc, started, limit)
+        except Exception as exc:
+            return self._failure(t, exc, started, limit)
+        return self._finish(t, output, started)
+
+
+def _run_sync(t: BaseTool, tool_input: Any, callbacks: Callbacks) -> Any:
+    if isinstance(t, (StructuredTool, Tool)) and t.func is None and t.coroutine is not None:
+        return asyncio.run(t.arun(tool_input, callbacks=callbacks))  # an async-only tool
+    return t.run(tool_input, callbacks=callbacks)
+
+
+_UNPARSED = "\x00unparsed"
+
+
+def _takes_text(t: BaseTool) -> bool:
+    """True for tools whose input is one string (``Tool`` and ``BaseTool`` subclasses with no schema)."""
+    return isinstance(t, Tool) or t.args_schema is None
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _json_object(text: str) -> dict[str, Any] | None:
+    stripped = text.strip()
+    if not stripped.startswith("{"):
+        return None
+    try:
+        value = json.loads(stripped)
+    except ValueError:
+        value = json_repair.loads(stripped)
+    return value if isinstance(value, dict) else None

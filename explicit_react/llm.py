@@ -1,0 +1,204 @@
+"""Turns any model into ``complete(messages, stop) -> Completion``: LangChain chat models and LLMs,
+any Runnable, or a plain ``callable(messages) -> str``; with the stop sequence, a client-side cut,
+timeouts and retries for transient errors."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.callbacks import Callbacks
+from langchain_core.language_models import BaseChatModel, BaseLLM
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import Runnable, RunnableConfig
+
+from explicit_react.deadline import Deadline, DeadlineExceeded, acall_with_timeout, call_with_timeout
+from explicit_react.errors import ConfigurationError, ModelCallError
+from explicit_react.parser import OBSERVATION
+from explicit_react.prompt import Message
+from explicit_react.types import TokenUsage
+
+STOP_SEQUENCE = f"\n{OBSERVATION}:"
+# A model that ignores the stop sequence may write its own observation; everything from there on is cut.
+_INVENTED_OBSERVATION = re.compile(rf"^[ \t>*_#]*{OBSERVATION}\s*\d*\s*[:：]", re.IGNORECASE | re.MULTILINE)
+
+_TRANSIENT_NAMES = re.compile(
+    r"RateLimit|ResourceExhausted|TooManyRequests|ServiceUnavailable|Unavailable|Timeout|TimedOut|"
+    r"Connect|Overloaded|InternalServer|ServerError|DeadlineExceeded|Aborted|RemoteProtocol",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One model reply: its text (cut at an invented observation), usage, and time taken."""
+
+    text: str
+    usage: TokenUsage
+    seconds: float
+
+
+def is_transient(exc: BaseException) -> bool:
+    """True for errors worth retrying: rate limits, timeouts, dropped connections, 5xx."""
+    if isinstance(exc, (ConnectionError, TimeoutError)):
+        return True
+    status = getattr(exc, "status_code", None) or getattr(exc, "code", None)
+    if isinstance(status, int) and (status == 429 or 500 <= status < 600):
+        return True
+    return any(_TRANSIENT_NAMES.search(cls.__name__) for cls in type(exc).__mro__)
+
+
+def cut_invented_observation(text: str) -> str:
+    """The reply up to a model-written ``Observation:`` line (the first line of a reply is kept)."""
+    match = _INVENTED_OBSERVATION.search(text, 1)
+    return text[: match.start()].rstrip() if match else text
+
+
+def message_text(content: Any) -> str:
+    """Text of a message's content; a list of parts keeps the text parts (thinking blocks dropped)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = []
+        for part in content:
+            if isinstance(part, str):
+                texts.append(part)
+            elif isinstance(part, dict) and part.get("type") == "text":
+                texts.append(str(part.get("text", "")))
+        return "".join(texts)
+    return "" if content is None else str(content)
+
+
+def _usage(message: Any) -> TokenUsage:
+    meta = getattr(message, "usage_metadata", None)
+    if not meta:
+        return TokenUsage()
+    n_in, n_out = int(meta.get("input_tokens", 0)), int(meta.get("output_tokens", 0))
+    return TokenUsage(n_in, n_out, int(meta.get("total_tokens", n_in + n_out)))
+
+
+def to_langchain(messages: Sequence[Message]) -> list[BaseMessage]:
+    """Role/content dicts as LangChain messages."""
+    out: list[BaseMessage] = []
+    for m in messages:
+        cls = {"system": SystemMessage, "assistant": AIMessage}.get(m["role"], HumanMessage)
+        out.append(cls(content=m["content"]))
+    return out
+
+
+class ModelAdapter:
+    """Calls one model in a uniform way: ``complete(messages) -> Completion``.
+
+    ``timeout`` bounds each call, ``max_retries`` retries transient errors with exponential backoff
+    (``retry_backoff`` seconds, doubled each time, with jitter). The stop sequence is passed to
+    models that take one; the reply is always cut client-side at an invented ``Observation:`` too.
+    """
+
+    def __init__(
+        self,
+        llm: Any,
+        *,
+        stop: Sequence[str] = (STOP_SEQUENCE,),
+        timeout: float | None = None,
+        max_retries: int = 2,
+        retry_backoff: float = 1.0,
+    ) -> None:
+        if not (isinstance(llm, Runnable) or callable(llm)):
+            raise ConfigurationError(
+                f"llm must be a LangChain model, a Runnable or a callable(messages) -> str, "
+                f"not {type(llm).__name__}"
+            )
+        if max_retries < 0:
+            raise ConfigurationError("max_retries must not be negative")
+        self.llm = llm
+        self.stop = list(stop)
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.retry_backoff = retry_backoff
+
+    # One call, no retries -----------------------------------------------------------------
+    def _invoke(self, messages: Sequence[Message], callbacks: Callbacks) -> Any:
+        llm, config = self.llm, RunnableConfig(callbacks=callbacks)
+        if isinstance(llm, BaseChatModel):
+            return llm.invoke(to_langchain(messages), stop=self.stop or None, config=config)
+        if isinstance(llm, BaseLLM):
+            return llm.invoke(_as_prompt(messages), stop=self.stop or None, config=config)
+        if isinstance(llm, Runnable):
+            return llm.invoke(to_langchain(messages), config=config)
+        return llm([dict(m) for m in messages])
+
+    async def _ainvoke(self, messages: Sequence[Message], callbacks: Callbacks) -> Any:
+        llm, config = self.llm, RunnableConfig(callbacks=callbacks)
+        if isinstance(llm, BaseChatModel):
+            return await llm.ainvoke(to_langchain(messages), stop=self.stop or None, config=config)
+        if isinstance(llm, BaseLLM):
+            return await llm.ainvoke(_as_prompt(messages), stop=self.stop or None, config=config)
+        if isinstance(llm, Runnable):
+            return await llm.ainvoke(to_langchain(messages), config=config)
+        result = llm([dict(m) for m in messages])
+        return await result if asyncio.iscoroutine(result) else result
+
+    def _completion(self, reply: Any, started: float) -> Completion:
+        content = reply.content if isinstance(reply, BaseMessage) else reply
+        text = cut_invented_observation(message_text(content))
+        for stop in self.stop:  # a model that ignored the stop sequence
+            text = text.split(stop, 1)[0]
+        return Completion(text, _usage(reply), time.monotonic() - started)
+
+    # With timeouts and retries ------------------------------------------------------------
+    def _delay(self, attempt: int) -> float:
+        return self.retry_backoff * (2**attempt) * (0.5 + random.random())
+
+    def complete(
+        self, messages: Sequence[Message], *, callbacks: Callbacks = None, deadline: Deadline | None = None
+    ) -> Completion:
+        """The model's reply to ``messages``; raises ``ModelCallError`` or ``DeadlineExceeded``."""
+        for attempt in range(self.max_retries + 1):
+            limit, binding = deadline.timeout_for(self.timeout) if deadline else (self.timeout, False)
+            started = time.monotonic()
+            try:
+                reply = call_with_timeout(lambda: self._invoke(messages, callbacks), limit)
+                return self._completion(reply, started)
+            except Exception as exc:
+                if binding and isinstance(exc, TimeoutError):
+                    raise DeadlineExceeded("time ran out while waiting for the model") from exc
+                self._give_up_unless_retryable(exc, attempt, deadline)
+            time.sleep(self._delay(attempt))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def acomplete(
+        self, messages: Sequence[Message], *, callbacks: Callbacks = None, deadline: Deadline | None = None
+    ) -> Completion:
+        """Async ``complete``."""
+        for attempt in range(self.max_retries + 1):
+            limit, binding = deadline.timeout_for(self.timeout) if deadline else (self.timeout, False)
+            started = time.monotonic()
+            try:
+                reply = await acall_with_timeout(self._ainvoke(messages, callbacks), limit)
+                return self._completion(reply, started)
+            except Exception as exc:
+                if binding and isinstance(exc, TimeoutError):
+                    raise DeadlineExceeded("time ran out while waiting for the model") from exc
+                self._give_up_unless_retryable(exc, attempt, deadline)
+            await asyncio.sleep(self._delay(attempt))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _give_up_unless_retryable(self, exc: Exception, attempt: int, deadline: Deadline | None) -> None:
+        out_of_time = deadline is not None and (deadline.remaining() or 0) <= self._delay(attempt)
+        if deadline is not None and deadline.seconds is None:
+            out_of_time = False
+        if is_transient(exc) and attempt < self.max_retries and not out_of_time:
+            return
+        tries = f" after {attempt + 1} attempts" if attempt else ""
+        kind = "timed out" if isinstance(exc, TimeoutError) else f"failed{tries}: {type(exc).__name__}"
+        detail = str(exc).strip()
+        raise ModelCallError(f"the model call {kind}" + (f": {detail}" if detail else "")) from exc
+
+
+def _as_prompt(messages: Sequence[Message]) -> str:
+    return "\n\n".join(m["content"] for m in messages)

@@ -1,0 +1,120 @@
+"""Renders the ReAct prompt from the text files in ``prompts/``: tools, context, scratchpad, steps left."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from string import Template
+from typing import Any
+
+Message = dict[str, str]
+"""A chat message as ``{"role": "system" | "user", "content": ...}``."""
+
+
+@cache
+def load_template(name: str) -> str:
+    """The text of ``prompts/<name>.txt`` (read once)."""
+    return (resources.files("explicit_react") / "prompts" / f"{name}.txt").read_text(encoding="utf-8")
+
+
+def render(template: str, **values: str) -> str:
+    """Fill ``${name}`` placeholders in one pass; unknown ``$`` signs are left alone."""
+    return Template(template).safe_substitute(values)
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """What the model needs to know about a tool: its name, description and arguments."""
+
+    name: str
+    description: str
+    args: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """JSON-schema properties of the arguments, by name."""
+    required: tuple[str, ...] = ()
+
+    @property
+    def takes_json(self) -> bool:
+        """True when the tool has several arguments, so its Action Input is a JSON object."""
+        return len(self.args) > 1
+
+    def describe(self) -> str:
+        """One line (two for JSON tools) for the tool list in the prompt."""
+        line = f"- {self.name}: {' '.join(self.description.split())}"
+        if not self.takes_json:
+            return line
+        fields = ", ".join(
+            f'"{name}": {_type_name(schema)}{"" if name in self.required else " (optional)"}'
+            for name, schema in self.args.items()
+        )
+        return f"{line}\n  Action Input: {{{fields}}}"
+
+
+def _type_name(schema: Mapping[str, Any]) -> str:
+    if "type" in schema:
+        return str(schema["type"])
+    options = [s.get("type") for s in schema.get("anyOf", []) if s.get("type") not in (None, "null")]
+    return "|".join(map(str, options)) or "value"
+
+
+class ReActPrompt:
+    """The prompt, read from text files and rendered in one pass per message.
+
+    ``system`` replaces the system template; it may use ``${tools}``, ``${tool_names}`` and ``${format}``.
+    """
+
+    def __init__(self, system: str | None = None) -> None:
+        self.system_template = system if system is not None else load_template("system")
+
+    def system(self, tools: Sequence[ToolSpec]) -> str:
+        """The system message: instructions, the tool list and the reply format."""
+        return render(
+            self.system_template,
+            tools="\n".join(t.describe() for t in tools) or "(no tools: answer from what you know)",
+            tool_names=", ".join(t.name for t in tools),
+            format=load_template("format").strip(),
+        )
+
+    def messages(
+        self,
+        question: str,
+        tools: Sequence[ToolSpec],
+        scratchpad: str = "",
+        context: str = "",
+        steps_left: int | None = None,
+    ) -> list[Message]:
+        """The messages for the next turn."""
+        user = render(
+            load_template("question"),
+            context=_context_block(context),
+            question=question.strip(),
+            scratchpad=scratchpad,
+            steps_left=_steps_left_line(steps_left),
+        )
+        return [{"role": "system", "content": self.system(tools)}, {"role": "user", "content": user.strip()}]
+
+    def final_answer_messages(
+        self, question: str, tools: Sequence[ToolSpec], scratchpad: str = "", context: str = ""
+    ) -> list[Message]:
+        """The messages for the last, tool-free call that asks for an answer from what was gathered."""
+        user = render(
+            load_template("final_answer"),
+            context=_context_block(context),
+            question=question.strip(),
+            scratchpad=scratchpad,
+        )
+        return [{"role": "system", "content": self.system(tools)}, {"role": "user", "content": user.strip()}]
+
+
+def _context_block(context: str) -> str:
+    context = context.strip()
+    return f"Context:\n{context}\n\n" if context else ""
+
+
+def _steps_left_line(steps_left: int | None) -> str:
+    if steps_left is None:
+        return "Continue with your Thought."
+    if steps_left <= 1:
+        return "This is your last step: give your Final Answer unless one more Action is essential."
+    return f"You have {steps_left} steps left. Continue with your Thought."

@@ -1,0 +1,91 @@
+"""Turns steps into the Thought / Action / Action Input / Observation text the model reads.
+
+Long observations are cut (head and tail kept, with a marker saying how much was cut) and long
+runs are compacted: the latest steps stay verbatim, older ones shrink to one line each, and past
+a limit the oldest lines are dropped, so the prompt stops growing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from explicit_react.parser import ACTION, ACTION_INPUT, OBSERVATION, THOUGHT
+from explicit_react.types import Step
+
+
+@dataclass(frozen=True)
+class ScratchpadLimits:
+    """How much of the history the model sees.
+
+    ``max_observation_chars``: longer observations keep their head and tail.
+    ``keep_recent``: how many latest steps stay verbatim (``None``: all, no compaction).
+    ``max_summary_lines``: how many older steps get a one-line summary; older ones are counted only.
+    """
+
+    max_observation_chars: int = 4000
+    keep_recent: int | None = 6
+    max_summary_lines: int = 12
+    summary_chars: int = 160
+
+
+def truncate_middle(text: str, limit: int) -> str:
+    """``text`` cut to about ``limit`` characters, keeping head and tail, with a marker in the middle."""
+    if limit <= 0 or len(text) <= limit:
+        return text
+    head = limit * 2 // 3
+    tail = limit - head
+    cut = len(text) - head - tail
+    return f"{text[:head]}\n[... {cut} characters cut ...]\n{text[len(text) - tail :]}"
+
+
+def format_tool_input(tool_input: Any) -> str:
+    """Action Input as the model wrote it: the text, or JSON for structured input."""
+    if isinstance(tool_input, str):
+        return tool_input
+    return json.dumps(tool_input, ensure_ascii=False)
+
+
+def render_step(step: Step) -> str:
+    """One step in the exact format the model is asked to write."""
+    if not step.action:  # the reply could not be parsed: show it, then what was wrong
+        return f"{step.log.strip()}\n{OBSERVATION}: {step.observation}"
+    lines = [f"{THOUGHT}: {step.thought}"] if step.thought else []
+    lines += [
+        f"{ACTION}: {step.action}",
+        f"{ACTION_INPUT}: {format_tool_input(step.action_input)}",
+        f"{OBSERVATION}: {step.observation}",
+    ]
+    return "\n".join(lines)
+
+
+def summarize_step(number: int, step: Step, chars: int) -> str:
+    """One line: what step ``number`` did and the start of what it saw."""
+    observation = " ".join(step.observation.split())
+    if len(observation) > chars:
+        observation = observation[:chars] + "..."
+    if not step.action:
+        return f"- step {number}: (unreadable reply) -> {observation}"
+    tool_input = " ".join(format_tool_input(step.action_input).split())[:chars]
+    return f"- step {number}: {step.action}({tool_input}) -> {observation}"
+
+
+def render(steps: Sequence[Step], limits: ScratchpadLimits | None = None) -> str:
+    """The scratchpad for ``steps``: compacted older steps, then the latest verbatim."""
+    limits = limits or ScratchpadLimits()
+    keep = len(steps) if limits.keep_recent is None else limits.keep_recent
+    older, recent = steps[: max(0, len(steps) - keep)], steps[max(0, len(steps) - keep) :]
+    parts: list[str] = []
+    if older:
+        shown = older[-limits.max_summary_lines :] if limits.max_summary_lines > 0 else []
+        dropped = len(older) - len(shown)
+        lines = [f"Earlier steps, summarised ({len(older)} steps):"]
+        if dropped:
+            lines.append(f"- steps 1-{dropped}: omitted")
+        first = dropped + 1
+        lines += [summarize_step(first + i, s, limits.summary_chars) for i, s in enumerate(shown)]
+        parts.append("\n".join(lines))
+    parts += [render_step(s) for s in recent]
+    return "\n".join(parts)
