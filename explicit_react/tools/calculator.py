@@ -1,0 +1,199 @@
+"""The calculator tool: safe arithmetic by walking the expression's syntax tree (never ``eval``)."""
+
+from __future__ import annotations
+
+import ast
+import math
+import operator
+from collections.abc import Callable
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForToolRun
+from langchain_core.tools import BaseTool
+from pydantic import BaseModel, Field
+
+from explicit_react.tools._errors import tool_error, validation_error_observation
+
+Number = int | float
+
+MAX_EXPRESSION_CHARS = 1_000
+MAX_INT_BITS = 4_000  # about 1,200 decimal digits: far beyond any real answer, still instant to compute
+
+_BINARY_OPERATORS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+}
+_UNARY_OPERATORS: dict[type[ast.unaryop], Callable[[Any], Any]] = {
+    ast.UAdd: operator.pos,
+    ast.USub: operator.neg,
+}
+FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "sqrt": math.sqrt,
+    "log": math.log,
+    "log10": math.log10,
+    "log2": math.log2,
+    "exp": math.exp,
+    "sin": math.sin,
+    "cos": math.cos,
+    "tan": math.tan,
+    "asin": math.asin,
+    "acos": math.acos,
+    "atan": math.atan,
+    "floor": math.floor,
+    "ceil": math.ceil,
+    "abs": abs,
+    "round": round,
+    "min": min,
+    "max": max,
+}
+CONSTANTS: dict[str, float] = {"pi": math.pi, "e": math.e, "tau": math.tau}
+
+
+class CalculationError(ValueError):
+    """The expression is not supported arithmetic, or its result cannot be computed."""
+
+
+def evaluate(expression: str) -> Number:
+    """Compute an arithmetic expression safely; raise CalculationError with a message for the model."""
+    text = expression.strip()
+    if not text:
+        raise CalculationError("empty expression; give an arithmetic expression such as 2 * (3 + 4)")
+    if len(text) > MAX_EXPRESSION_CHARS:
+        raise CalculationError(f"expression too long (over {MAX_EXPRESSION_CHARS} characters)")
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError as exc:
+        raise CalculationError(f"invalid expression ({exc.msg}): {text!r}") from None
+    except (RecursionError, MemoryError):
+        raise CalculationError("expression is nested too deeply") from None
+    try:
+        return _Evaluator().visit(tree.body)
+    except CalculationError:
+        raise
+    except ZeroDivisionError:
+        raise CalculationError("division by zero") from None
+    except OverflowError:
+        raise CalculationError("result too large") from None
+    except RecursionError:
+        raise CalculationError("expression is nested too deeply") from None
+    except (ValueError, TypeError) as exc:
+        raise CalculationError(f"cannot compute {text!r}: {exc}") from None
+
+
+def format_number(value: Number) -> str:
+    """Render a result compactly: integers exactly, floats to 15 significant digits."""
+    if isinstance(value, float):
+        return format(value, ".15g")
+    return str(value)
+
+
+class _Evaluator:
+    """Evaluates the few node types that make up arithmetic; everything else is refused by name."""
+
+    def visit(self, node: ast.AST) -> Number:
+        handler = getattr(self, f"_visit_{type(node).__name__}", None)
+        if handler is None:
+            raise CalculationError(_unsupported(node))
+        result: Number = handler(node)
+        return _checked(result)
+
+    def _visit_Constant(self, node: ast.Constant) -> Number:
+        # bool is an int subclass; True + 1 is not arithmetic anyone means to do here.
+        if isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+            return node.value
+        raise CalculationError(f"only numbers are allowed, not {node.value!r}")
+
+    def _visit_Name(self, node: ast.Name) -> Number:
+        if node.id in CONSTANTS:
+            return CONSTANTS[node.id]
+        if node.id in FUNCTIONS:
+            raise CalculationError(f"{node.id} is a function; call it like {node.id}(2)")
+        raise CalculationError(f"unknown name {node.id!r}; allowed constants: {', '.join(CONSTANTS)}")
+
+    def _visit_UnaryOp(self, node: ast.UnaryOp) -> Number:
+        unary = _UNARY_OPERATORS.get(type(node.op))
+        if unary is None:
+            raise CalculationError(_unsupported(node.op))
+        result: Number = unary(self.visit(node.operand))
+        return result
+
+    def _visit_BinOp(self, node: ast.BinOp) -> Number:
+        binary = _BINARY_OPERATORS.get(type(node.op))
+        if binary is None:
+            raise CalculationError(_unsupported(node.op))
+        left, right = self.visit(node.left), self.visit(node.right)
+        if isinstance(node.op, ast.Pow):
+            _check_power(left, right)
+        result: Number = binary(left, right)
+        return result
+
+    def _visit_Call(self, node: ast.Call) -> Number:
+        if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
+            raise CalculationError(
+                f"unsupported function {ast.unparse(node.func)!r}; allowed: {', '.join(FUNCTIONS)}"
+            )
+        if node.keywords:
+            raise CalculationError(f"{node.func.id}() takes positional arguments only")
+        arguments = [self.visit(argument) for argument in node.args]
+        result: Number = FUNCTIONS[node.func.id](*arguments)
+        return result
+
+
+def _check_power(base: Number, exponent: Number) -> None:
+    """Refuse a power whose result would be astronomically large before computing it."""
+    integers = isinstance(base, int) and isinstance(exponent, int)
+    if integers and exponent > 0 and abs(base) > 1 and exponent * math.log2(abs(base)) > MAX_INT_BITS:
+        raise CalculationError("result too large (the power has more than about 1,200 digits)")
+
+
+def _checked(value: Number) -> Number:
+    if isinstance(value, int) and value.bit_length() > MAX_INT_BITS:
+        raise CalculationError("result too large (more than about 1,200 digits)")
+    if isinstance(value, complex):  # e.g. (-8) ** 0.5
+        raise CalculationError("the result is a complex number; only real arithmetic is supported")
+    return value
+
+
+def _unsupported(node: ast.AST) -> str:
+    kind = type(node).__name__
+    if isinstance(node, ast.BitXor):
+        return "^ is not a power operator here; use ** (e.g. 2 ** 10)"
+    if isinstance(node, ast.Tuple):
+        return "commas are not allowed; write numbers without thousands separators (68000000)"
+    if isinstance(node, ast.Attribute):
+        return "attribute access is not allowed"
+    return f"unsupported syntax ({kind}); use numbers, + - * / // % **, parentheses and math functions"
+
+
+class CalculatorInput(BaseModel):
+    """Arguments of the calculator tool."""
+
+    expression: str = Field(description="an arithmetic expression, e.g. 68000000 - 2100000")
+
+
+class CalculatorTool(BaseTool):
+    """Safe arithmetic: numbers, + - * / // % **, parentheses and common math functions."""
+
+    name: str = "calculator"
+    description: str = (
+        "Evaluate an arithmetic expression, e.g. (3 + 4) * sqrt(2). "
+        "Input: the expression. Supports + - * / // % **, sqrt, log, exp, sin, cos, pi, e, round, min, max."
+    )
+    args_schema: type[BaseModel] = CalculatorInput
+    handle_tool_error: bool = True
+    handle_validation_error: Any = validation_error_observation
+
+    def _run(self, expression: str, run_manager: CallbackManagerForToolRun | None = None) -> str:
+        try:
+            return format_number(evaluate(expression))
+        except CalculationError as exc:
+            raise tool_error(str(exc)) from None
+
+
+calculator = CalculatorTool()
+"""A ready calculator tool instance (tool name ``calculator``)."""

@@ -1,0 +1,281 @@
+"""File tools confined to one root directory: read_file, grep, search_files, write_file, edit_file.
+
+Confinement: every path is relative to the root. Absolute paths and ``..`` are refused outright,
+and a path is resolved (following symlinks) and refused unless the result is still inside the
+root, so a symlink that leads outside cannot be read, listed, searched or written through. Not
+covered: another process swapping a checked path for a symlink between the check and the use.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from langchain_core.tools import BaseTool, StructuredTool
+from pydantic import BaseModel, Field
+
+from explicit_react.tools._errors import tool_error, validation_error_observation
+
+MAX_READ_LINES = 400
+MAX_LINE_CHARS = 500
+MAX_MATCHES = 100
+MAX_FILES_LISTED = 200
+MAX_SEARCHED_FILE_BYTES = 2_000_000
+SKIPPED_DIRECTORIES = frozenset({".git", ".hg", ".svn", "__pycache__", "node_modules", ".venv", "venv"})
+
+
+class Workspace:
+    """A root directory and the rule that every path used by the tools stays inside it."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root).resolve()
+        if not self.root.is_dir():
+            raise ValueError(f"file tools root is not a directory: {root}")
+
+    def resolve(self, path: str) -> Path:
+        """The real path of ``path`` inside the root, or an ``Error:`` ToolException."""
+        if not path or not path.strip():
+            raise tool_error("empty path; give a path relative to the workspace root")
+        if "\x00" in path:
+            raise tool_error("the path contains a NUL character")
+        candidate = Path(path.strip())
+        if candidate.is_absolute() or path.strip().startswith("~"):
+            raise tool_error(f"{path!r} is an absolute path; use a path relative to the workspace root")
+        if ".." in candidate.parts:
+            raise tool_error(f"{path!r} contains '..'; paths must stay inside the workspace root")
+        real = (self.root / candidate).resolve()
+        if not real.is_relative_to(self.root):
+            raise tool_error(f"{path!r} leads outside the workspace root (through a symlink); refused")
+        return real
+
+    def relative(self, real: Path) -> str:
+        """How a path inside the root is shown to the model."""
+        return real.relative_to(self.root).as_posix() or "."
+
+    def files_under(self, start: Path) -> Iterator[Path]:
+        """Every regular file under ``start`` (itself, if a file) that resolves inside the root."""
+        if start.is_file():
+            yield start
+            return
+        for directory, subdirectories, names in os.walk(start):  # does not follow directory symlinks
+            subdirectories[:] = sorted(d for d in subdirectories if d not in SKIPPED_DIRECTORIES)
+            for name in sorted(names):
+                real = (Path(directory) / name).resolve()
+                if real.is_relative_to(self.root) and real.is_file():
+                    yield Path(directory) / name
+
+    # The tools. Each returns the observation text or raises an ``Error:`` ToolException.
+
+    def read_file(self, path: str, start: int = 1, end: int | None = None) -> str:
+        """Lines ``start``..``end`` (1-based, inclusive) with line numbers."""
+        real = self._existing_file(path)
+        if start < 1 or (end is not None and end < start):
+            raise tool_error(f"bad line range start={start}, end={end}; lines are numbered from 1")
+        last = end if end is not None else start + MAX_READ_LINES - 1
+        last = min(last, start + MAX_READ_LINES - 1)
+        shown: list[str] = []
+        total = 0
+        with _open_text(real) as handle:
+            for number, line in enumerate(handle, start=1):
+                total = number
+                if start <= number <= last:
+                    shown.append(f"{number:>5}  {_clip_line(line.rstrip(chr(10)))}")
+        if total == 0:
+            return f"{self.relative(real)} is empty."
+        if start > total:
+            raise tool_error(f"{self.relative(real)} has only {total} lines; start={start} is past the end")
+        wanted_end = end if end is not None else total
+        if min(wanted_end, total) > last:
+            shown.append(f"[... showing {MAX_READ_LINES} lines; read again with start={last + 1} for more]")
+        return "\n".join(shown)
+
+    def grep(self, pattern: str, path: str = ".", is_regex: bool = False) -> str:
+        """Lines containing ``pattern`` as ``file:line: text``."""
+        if not pattern:
+            raise tool_error("empty pattern; give the text to search for")
+        try:
+            matcher = re.compile(pattern if is_regex else re.escape(pattern))
+        except re.error as exc:
+            raise tool_error(f"invalid regular expression {pattern!r}: {exc}") from None
+        start = self._existing(path)
+        matches: list[str] = []
+        for file in self.files_under(start):
+            if file.stat().st_size > MAX_SEARCHED_FILE_BYTES or _is_binary(file):
+                continue
+            with _open_text(file) as handle:
+                for number, line in enumerate(handle, start=1):
+                    if matcher.search(line):
+                        if len(matches) == MAX_MATCHES:
+                            matches.append(
+                                f"[... more than {MAX_MATCHES} matches; narrow the pattern or path]"
+                            )
+                            return "\n".join(matches)
+                        matches.append(f"{self.relative(file)}:{number}: {_clip_line(line.strip())}")
+        return "\n".join(matches) if matches else f"No matches for {pattern!r} in {path}."
+
+    def search_files(self, glob: str = "*", dir: str = ".") -> str:
+        """Files whose name (or path relative to the root) matches ``glob``."""
+        start = self._existing(dir)
+        if not start.is_dir():
+            raise tool_error(f"{dir!r} is not a directory")
+        found: list[str] = []
+        for file in self.files_under(start):
+            shown = self.relative(file)
+            if fnmatch.fnmatch(file.name, glob) or fnmatch.fnmatch(shown, glob):
+                if len(found) == MAX_FILES_LISTED:
+                    found.append(f"[... more than {MAX_FILES_LISTED} files; narrow the glob or dir]")
+                    break
+                found.append(shown)
+        return "\n".join(found) if found else f"No files match {glob!r} under {dir}."
+
+    def write_file(self, path: str, content: str) -> str:
+        """Create or overwrite a text file (parent directories are created)."""
+        real = self.resolve(path)
+        if real.is_dir():
+            raise tool_error(f"{path!r} is a directory")
+        real.parent.mkdir(parents=True, exist_ok=True)
+        real.write_text(content, encoding="utf-8")
+        lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
+        return f"Wrote {len(content)} characters ({lines} lines) to {self.relative(real)}."
+
+    def edit_file(self, path: str, old: str, new: str) -> str:
+        """Replace the one place where ``old`` occurs with ``new``."""
+        real = self._existing_file(path)
+        if not old:
+            raise tool_error("`old` is empty; copy the exact text to replace from read_file")
+        with _open_text(real) as handle:
+            text = handle.read()
+        count = text.count(old)
+        if count == 0:
+            raise tool_error(
+                f"`old` text not found in {self.relative(real)}; read_file first and copy an exact snippet"
+            )
+        if count > 1:
+            raise tool_error(
+                f"`old` text matches {count} places in {self.relative(real)}; "
+                "include more surrounding lines so it matches exactly once"
+            )
+        real.write_text(text.replace(old, new, 1), encoding="utf-8")
+        return f"Edited {self.relative(real)} (1 replacement)."
+
+    def _existing(self, path: str) -> Path:
+        real = self.resolve(path)
+        if not real.exists():
+            raise tool_error(f"{path!r} does not exist (paths are relative to the workspace root)")
+        return real
+
+    def _existing_file(self, path: str) -> Path:
+        real = self._existing(path)
+        if not real.is_file():
+            raise tool_error(f"{path!r} is not a file")
+        if _is_binary(real):
+            raise tool_error(f"{path!r} is a binary file")
+        return real
+
+
+def _open_text(path: Path) -> Any:
+    return open(path, encoding="utf-8", errors="replace")
+
+
+def _is_binary(path: Path) -> bool:
+    with open(path, "rb") as handle:
+        return b"\x00" in handle.read(8192)
+
+
+def _clip_line(line: str) -> str:
+    return line if len(line) <= MAX_LINE_CHARS else line[:MAX_LINE_CHARS] + " [...]"
+
+
+class ReadFileInput(BaseModel):
+    """Arguments of read_file."""
+
+    path: str = Field(description="file path relative to the workspace root")
+    start: int = Field(default=1, description="first line (1-based)")
+    end: int | None = Field(default=None, description="last line (inclusive)")
+
+
+class GrepInput(BaseModel):
+    """Arguments of grep."""
+
+    pattern: str = Field(description="text to find")
+    path: str = Field(default=".", description="file or directory to search")
+    is_regex: bool = Field(default=False, description="treat pattern as a regular expression")
+
+
+class SearchFilesInput(BaseModel):
+    """Arguments of search_files."""
+
+    glob: str = Field(default="*", description="file name pattern, e.g. *.py")
+    dir: str = Field(default=".", description="directory to search")
+
+
+class WriteFileInput(BaseModel):
+    """Arguments of write_file."""
+
+    path: str = Field(description="file path relative to the workspace root")
+    content: str = Field(description="the complete new file content")
+
+
+class EditFileInput(BaseModel):
+    """Arguments of edit_file."""
+
+    path: str = Field(description="file path relative to the workspace root")
+    old: str = Field(description="exact text to replace; must occur exactly once")
+    new: str = Field(description="replacement text")
+
+
+def file_tools(root: str | os.PathLike[str], read_only: bool = False) -> list[BaseTool]:
+    """File tools confined to ``root``; ``read_only=True`` leaves out write_file and edit_file."""
+    workspace = Workspace(root)
+    specs: list[tuple[Any, str, type[BaseModel]]] = [
+        (workspace.read_file, "Read a text file with line numbers. Args: path, start, end.", ReadFileInput),
+        (
+            workspace.grep,
+            "Find lines containing pattern in files under path. Returns file:line: text.",
+            GrepInput,
+        ),
+        (
+            workspace.search_files,
+            "List files whose name matches glob (e.g. *.py) under dir.",
+            SearchFilesInput,
+        ),
+    ]
+    if not read_only:
+        specs += [
+            (workspace.write_file, "Create or overwrite a file with content.", WriteFileInput),
+            (
+                workspace.edit_file,
+                "Replace exact text old with new in a file; old must occur once.",
+                EditFileInput,
+            ),
+        ]
+    return [
+        StructuredTool.from_function(
+            func=_observing_os_errors(method),
+            name=method.__name__,
+            description=description,
+            args_schema=schema,
+            handle_tool_error=True,
+            handle_validation_error=validation_error_observation,
+        )
+        for method, description, schema in specs
+    ]
+
+
+def _observing_os_errors(method: Any) -> Any:
+    """Turn an OSError (permission denied, disk full ...) into an ``Error:`` observation."""
+
+    def run(**arguments: Any) -> str:
+        try:
+            result: str = method(**arguments)
+            return result
+        except OSError as exc:
+            raise tool_error(f"{method.__name__} failed: {exc.strerror or exc}") from None
+
+    run.__name__ = method.__name__
+    run.__doc__ = method.__doc__
+    return run

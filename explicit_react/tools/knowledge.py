@@ -1,0 +1,188 @@
+"""The knowledge-base tool: offline BM25 search over passages of documents the user supplies."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForToolRun
+from langchain_core.tools import BaseTool
+from pydantic import BaseModel, Field, PrivateAttr
+
+from explicit_react.tools._errors import tool_error, validation_error_observation
+
+STOPWORDS = frozenset(
+    {
+        "a", "an", "and", "are", "as", "at", "be", "by", "do", "does", "for", "from", "has", "have",
+        "how", "i", "in", "is", "it", "its", "of", "on", "or", "that", "the", "this", "to", "was",
+        "were", "what", "when", "where", "which", "who", "why", "will", "with", "you", "your",
+    }
+)  # fmt: skip
+FOLDER_SUFFIXES = (".txt", ".md")
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A piece of one document: where it came from and its text."""
+
+    source: str
+    text: str
+
+
+def tokenize(text: str) -> list[str]:
+    """Lowercase words and numbers, without stopwords; a plural ``s`` is dropped (refunds -> refund)."""
+    words = re.findall(r"[a-z0-9]+", text.lower())
+    return [_singular(word) for word in words if word not in STOPWORDS]
+
+
+def _singular(word: str) -> str:
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+
+
+def split_passages(text: str, max_chars: int) -> list[str]:
+    """Split text into passages of at most ``max_chars``, at paragraph, then sentence, then word breaks."""
+    pieces: list[str] = []
+    for paragraph in re.split(r"\n\s*\n", text):
+        paragraph = " ".join(paragraph.split())
+        if len(paragraph) <= max_chars:
+            pieces.append(paragraph)
+            continue
+        for sentence in re.split(r"(?<=[.!?])\s+", paragraph):
+            while len(sentence) > max_chars:
+                cut = sentence.rfind(" ", 0, max_chars)
+                cut = cut if cut > 0 else max_chars
+                pieces.append(sentence[:cut])
+                sentence = sentence[cut:].strip()
+            pieces.append(sentence)
+    passages: list[str] = []
+    for piece in filter(None, pieces):  # pack small neighbouring pieces together
+        if passages and len(passages[-1]) + 1 + len(piece) <= max_chars:
+            passages[-1] += " " + piece
+        else:
+            passages.append(piece)
+    return passages
+
+
+def _source_and_text(document: Any, number: int) -> tuple[str, str]:
+    """Accept a string, a mapping with content/page_content, or anything with ``page_content``."""
+    fallback = f"document {number}"
+    if isinstance(document, str):
+        return fallback, document
+    if isinstance(document, Mapping):
+        text = document.get("content", document.get("page_content"))
+        metadata = document.get("metadata") or {}
+    elif hasattr(document, "page_content"):  # a LangChain Document
+        text = document.page_content
+        metadata = getattr(document, "metadata", None) or {}
+    else:
+        raise TypeError(f"unsupported document type {type(document).__name__}: use str, dict or Document")
+    if not isinstance(text, str):
+        raise TypeError(f"document {number} has no 'content' or 'page_content' text")
+    source = document.get("source") if isinstance(document, Mapping) else None
+    source = source or metadata.get("source")
+    title = (document.get("title") if isinstance(document, Mapping) else None) or metadata.get("title")
+    if title and source:
+        return f"{title} ({source})", text
+    return str(title or source or fallback), text
+
+
+def passages_from(documents: Iterable[Any], max_chars: int) -> list[Passage]:
+    """Every document cut into passages, each labelled with its source."""
+    passages = []
+    for number, document in enumerate(documents, start=1):
+        source, text = _source_and_text(document, number)
+        passages += [Passage(source, piece) for piece in split_passages(text, max_chars)]
+    return passages
+
+
+class KnowledgeQuery(BaseModel):
+    """Arguments of the knowledge-base tool."""
+
+    query: str = Field(description="what to look up")
+
+
+class KnowledgeBaseTool(BaseTool):
+    """Ranked offline search (BM25) over your documents; returns the best passages with sources."""
+
+    name: str = "knowledge_search"
+    description: str = (
+        "Search the local knowledge base. Input: a search query. Returns the best passages with sources."
+    )
+    args_schema: type[BaseModel] = KnowledgeQuery
+    handle_tool_error: bool = True
+    handle_validation_error: Any = validation_error_observation
+
+    k: int = Field(default=3, ge=1, description="how many passages to return")
+    passage_chars: int = Field(default=800, ge=100, description="longer documents are cut into passages")
+    passages: list[Passage] = Field(default_factory=list)
+    _index: Any = PrivateAttr(default=None)
+    _passage_words: list[frozenset[str]] = PrivateAttr(default_factory=list)
+
+    def __init__(self, documents: Iterable[Any] = (), **kwargs: Any) -> None:
+        """``documents``: strings, dicts (``content``/``page_content``, ``source``, ``title``) or Documents."""
+        super().__init__(**kwargs)
+        self.passages = self.passages + passages_from(documents, self.passage_chars)
+
+    @classmethod
+    def from_documents(cls, documents: Iterable[Any], **kwargs: Any) -> KnowledgeBaseTool:
+        """Same as ``KnowledgeBaseTool(documents, **kwargs)``, named like LangChain's vector stores."""
+        return cls(documents, **kwargs)
+
+    @classmethod
+    def from_folder(
+        cls, folder: str | os.PathLike[str], suffixes: tuple[str, ...] = FOLDER_SUFFIXES, **kwargs: Any
+    ) -> KnowledgeBaseTool:
+        """Index every .txt/.md file under ``folder``; a passage's source is the file's relative path."""
+        root = Path(folder)
+        if not root.is_dir():
+            raise ValueError(f"knowledge folder is not a directory: {folder}")
+        documents = [
+            {
+                "content": path.read_text(encoding="utf-8", errors="replace"),
+                "source": path.relative_to(root).as_posix(),
+            }
+            for path in sorted(root.rglob("*"))
+            if path.is_file() and path.suffix.lower() in suffixes
+        ]
+        return cls(documents, **kwargs)
+
+    def search(self, query: str) -> list[tuple[float, Passage]]:
+        """The best ``k`` passages sharing at least one word with the query, best first."""
+        words = tokenize(query)
+        if not words or not self.passages:
+            return []
+        if self._index is None:
+            from rank_bm25 import BM25Plus  # imported here: only a search needs it
+
+            # BM25Plus rather than BM25Okapi: its IDF stays positive, so tiny corpora still rank.
+            tokenized = [tokenize(passage.text) for passage in self.passages]
+            self._passage_words = [frozenset(tokens) for tokens in tokenized]
+            self._index = BM25Plus(tokenized)
+        scores = self._index.get_scores(words)
+        wanted = set(words)
+        ranked = sorted(
+            (
+                (float(score), index)
+                for index, score in enumerate(scores)
+                if wanted & self._passage_words[index]
+            ),
+            key=lambda pair: (-pair[0], pair[1]),
+        )
+        return [(score, self.passages[index]) for score, index in ranked[: self.k]]
+
+    def _run(self, query: str, run_manager: CallbackManagerForToolRun | None = None) -> str:
+        if not query.strip():
+            raise tool_error("empty query; say what to look up")
+        if not self.passages:
+            raise tool_error("the knowledge base has no documents")
+        results = self.search(query)
+        if not results:
+            return f"No passages in the knowledge base match {query.strip()!r}."
+        return "\n".join(
+            f"{number}. [{passage.source}] {passage.text}"
+            for number, (_, passage) in enumerate(results, start=1)
+        )
