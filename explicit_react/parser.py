@@ -1,15 +1,34 @@
 """parse(text): read a model reply as an ``Action`` or a ``FinalAnswer``; the regexes and nothing else.
 
-(Minimal first version; replaced by the full forgiving parser.)
+The parser reads top to bottom:
+
+1. clean the text (line endings, leaked special tokens, a fence around the whole reply);
+2. find the labels (``Thought:``, ``Action:``, ``Action Input:``, ``Observation:``, ``Final Answer:``)
+   in any case, with extra spaces, bold, numbered, indented or glued to the previous word;
+3. cut the hallucinated continuation: everything from a model-written ``Observation`` after the
+   first action;
+4. decide: a final answer that comes first, else the first complete action (labels, call syntax
+   ``tool(query="x")``, bracket syntax ``tool[x]``), else a JSON action blob;
+5. normalise the tool input: JSON (also nearly valid JSON) becomes a dict or list, one pair of
+   wrapping quotes is removed, anything else is kept as written.
+
+Anything that cannot be read raises ``ParseError`` whose ``feedback`` tells the model what was
+wrong and shows the expected format.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import re
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from string import Template
+from typing import Any, NamedTuple
 
 from explicit_react.errors import ParseError
-from explicit_react.types import Action, FinalAnswer
+from explicit_react.types import Action, FinalAnswer, ToolInput
 
 THOUGHT = "Thought"
 ACTION = "Action"
@@ -17,30 +36,498 @@ ACTION_INPUT = "Action Input"
 OBSERVATION = "Observation"
 FINAL_ANSWER = "Final Answer"
 
-_FINAL = re.compile(r"Final Answer\s*:\s*(.*)", re.S | re.I)
-_ACTION = re.compile(r"Action\s*:\s*(.*?)\n\s*Action Input\s*:\s*(.*)", re.S | re.I)
-_THOUGHT = re.compile(r"^\s*(?:Thought\s*:)?\s*(.*?)\s*(?=\n\s*(?:Action|Final Answer)\s*:|\Z)", re.S | re.I)
+
+@dataclass(frozen=True)
+class Labels:
+    """The keywords a reply is written with; change them for frameworks that use others.
+
+    Haystack 1.x agents, for example, write ``Tool:`` and ``Tool Input:``:
+    ``parse(text, labels=Labels(action="Tool", action_input="Tool Input"))``.
+    The aliases are accepted too; set one to ``""`` to turn it off.
+    """
+
+    thought: str = THOUGHT
+    action: str = ACTION
+    action_input: str = ACTION_INPUT
+    observation: str = OBSERVATION
+    final_answer: str = FINAL_ANSWER
+    input_alias: str = "Input"
+    """Accepted in place of ``action_input``."""
+    answer_alias: str = "Answer"
+    """Accepted in place of ``final_answer`` when the reply holds no action (LlamaIndex style)."""
+    finish: str = "Finish"
+    """The bracket-style tool that finishes: ``Action: Finish[answer]``."""
 
 
-def parse(text: str) -> Action | FinalAnswer:
-    """Read a model reply; raise ``ParseError`` with feedback for the model when it cannot be read."""
-    text = re.split(r"\n\s*Observation\s*:", text)[0]
-    thought_match = _THOUGHT.match(text)
-    thought = thought_match.group(1) if thought_match else ""
-    if action := _ACTION.search(text):
-        raw = action.group(2).strip()
-        tool_input: object = raw
-        if raw.startswith("{"):
-            try:
-                tool_input = json.loads(raw)
-            except ValueError:
-                pass
-        return Action(action.group(1).strip(), tool_input, thought, text)  # type: ignore[arg-type]
-    if final := _FINAL.search(text):
-        return FinalAnswer(final.group(1).strip(), thought, text)
-    raise ParseError(
-        "Your reply had neither an Action with an Action Input nor a Final Answer. "
-        "Reply in this format:\nThought: ...\nAction: <tool name>\nAction Input: <input>\n"
-        "or\nThought: ...\nFinal Answer: <answer>",
-        text,
+DEFAULT_LABELS = Labels()
+
+# -- Text-level patterns (independent of the labels) ---------------------------------------------
+_SPECIAL_TOKEN = re.compile(r"<\|[^|<>\s]{1,64}\|>")
+_WHOLE_REPLY_FENCE = re.compile(
+    r"\A\s*(?P<fence>`{3,})[\w+.-]*[ \t]*\n(?P<body>.*)\n[ \t]*(?P=fence)\s*\Z", re.S
+)
+_FENCE_PAIR = re.compile(r"(?P<fence>`{3,}).*?(?P=fence)", re.S)
+_FENCED_BLOCK = re.compile(r"\A(?P<fence>`{3,})[\w+.-]*[ \t]*\n?(?P<body>.*?)\n?[ \t]*(?P=fence)\Z", re.S)
+# Text that starts like a JSON object or array (not `{temperature in SF}` or `[what is it?]`).
+_JSON_START = re.compile(
+    r"""\A(?:\{\s*(?:["'}]|\Z)|\[\s*(?:["'{\[\]\d-]|true\b|false\b|null\b|True\b|False\b|None\b|\Z))"""
+)
+_MARKDOWN_NOISE = re.compile(r"\A[*_]+\s*")
+_JSON_IN_CALL = re.compile(r"\A[A-Za-z_][\w.]*\s*\((?P<json>\s*\{.*\})\s*\)\s*\Z", re.S)
+_CALL = re.compile(r"\A(?P<name>[^()\[\]\n]+?)\s*\((?P<args>.*)\)\Z", re.S)
+_BRACKETS = re.compile(r"\A(?P<name>[^()\[\]\n]+?)\s*\[(?P<args>.*)\]\Z", re.S)
+_TOOL_NAME_NOISE = re.compile(r"\A[\s`'\"*_]+|[\s`'\"*_.,;:!]+\Z")
+_NO_TOOL = frozenset({"", "none", "null", "n/a", "nothing"})
+_NO_INPUT = frozenset({"", "none", "null", '""', "''"})
+_COMMA_BEFORE_CLOSER = re.compile(r",(?=\s*[}\]])")
+_BARE_WORD = re.compile(r"[A-Za-z_]\w*")
+_PYTHON_LITERALS = {"True": "true", "False": "false", "None": "null"}
+# JSON action blobs: (tool key, input key) pairs used by LangChain, smolagents, Dify, Llama 3.1.
+_BLOB_KEYS = (("action", "action_input"), ("action", "input"), ("name", "arguments"), ("name", "parameters"))
+
+# Kinds of label; the aliases map onto the kind they stand for.
+_THOUGHT, _ACTION, _INPUT, _OBSERVATION, _FINAL, _ANSWER = (
+    "thought",
+    "action",
+    "input",
+    "observation",
+    "final",
+    "answer",
+)
+
+
+class _Label(NamedTuple):
+    """One label found in the text; ``start`` is the start of its line when it opens the line."""
+
+    kind: str
+    start: int
+    end: int
+    line_start: bool
+
+
+class _Grammar(NamedTuple):
+    """The compiled patterns for one ``Labels``."""
+
+    label: re.Pattern[str]
+    kinds: dict[str, str]
+    words: dict[str, str]
+    trailing_observation: re.Pattern[str]
+
+
+@lru_cache(maxsize=16)
+def _grammar(labels: Labels) -> _Grammar:
+    """Compile the label patterns once per ``Labels``.
+
+    A label matches with any spacing, optionally bold and numbered (``**Action 1:**``), in any
+    case; ``_find_labels`` keeps a label that does not open its line only when it is written in
+    the label's own case (``toolAction:``, ``... Action Input: x``, not ``your final answer:``).
+    """
+    words = {
+        _THOUGHT: labels.thought,
+        _ACTION: labels.action,
+        _INPUT: labels.action_input,
+        _OBSERVATION: labels.observation,
+        _FINAL: labels.final_answer,
+        "input_alias": labels.input_alias,
+        "answer_alias": labels.answer_alias,
+    }
+    kinds = {_THOUGHT: _THOUGHT, _ACTION: _ACTION, _INPUT: _INPUT, _OBSERVATION: _OBSERVATION}
+    kinds |= {_FINAL: _FINAL, "input_alias": _INPUT, "answer_alias": _ANSWER}
+    alternatives = []
+    for group, word in sorted(words.items(), key=lambda item: -len(item[1])):  # longest first
+        if word:
+            spaced = r"[ \t]*".join(re.escape(part) for part in word.split())
+            alternatives.append(rf"(?P<{group}>{spaced})")
+    label = re.compile(
+        r"(?P<bold>\*\*)?(?:" + "|".join(alternatives) + r")(?:[ \t]*\d+)?\**[ \t]*[:：](?(bold)(?:\*\*)?)",
+        re.I,
     )
+    observation = labels.observation
+    prefixes = "|".join(re.escape(observation[:n]) for n in range(len(observation), 2, -1))
+    trailing_observation = re.compile(
+        rf"(?<!\S){re.escape(observation)}[ \t]*[:：]?\s*\Z|(?im:^[ \t]*(?:{prefixes})[ \t]*\Z)"
+    )
+    exact = {group: " ".join(word.split()) for group, word in words.items()}
+    return _Grammar(label, kinds, exact, trailing_observation)
+
+
+def parse(text: str, *, labels: Labels = DEFAULT_LABELS) -> Action | FinalAnswer:
+    """Read a model reply as an ``Action`` or a ``FinalAnswer``.
+
+    Raises ``ParseError`` (and nothing else) with feedback for the model when the reply cannot be read.
+    """
+    grammar = _grammar(labels)
+    text = _clean(text, grammar)
+    if not text.strip():
+        raise _error("Your reply was empty.", text, labels)
+    found = _find_labels(text, grammar)
+    text, found = _cut_continuation(text, found, grammar)
+
+    action = _first_action(text, found, labels)
+    final = _first_final(found, has_action=action is not None)
+    if final is not None and (action is None or final.start < action.start):
+        return _final_answer(text, found, final, labels)
+    if action is not None:
+        return _checked_action(text, found, action, labels)
+    blob = _json_blob(text, labels)
+    if blob is not None:
+        return blob
+    raise _missing_parts(text, found, labels)
+
+
+# -- 1. Clean ---------------------------------------------------------------------------------------
+def _clean(text: str, grammar: _Grammar) -> str:
+    """Normalise line endings, drop leaked special tokens, unwrap a fence around the whole reply."""
+    text = _SPECIAL_TOKEN.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
+    whole = _WHOLE_REPLY_FENCE.match(text)
+    if whole and grammar.label.match(whole["body"].lstrip()):
+        return whole["body"]
+    return text
+
+
+# -- 2. Find the labels -----------------------------------------------------------------------------
+def _find_labels(text: str, grammar: _Grammar) -> list[_Label]:
+    """Every label outside code fences, in order; inside a line only when written exactly."""
+    masked = _FENCE_PAIR.sub(lambda fence: re.sub(r"[^\n]", " ", fence[0]), text)
+    found = []
+    for match in grammar.label.finditer(masked):
+        group, word = next(
+            (name, value) for name, value in match.groupdict().items() if value and name != "bold"
+        )
+        line_begins = text.rfind("\n", 0, match.start()) + 1
+        line_start = not text[line_begins : match.start()].strip(" \t#>-")
+        if not line_start and " ".join(word.split()) != grammar.words[group]:
+            continue
+        start = line_begins if line_start else match.start()
+        found.append(_Label(grammar.kinds[group], start, match.end(), line_start))
+    return found
+
+
+# -- 3. Cut the hallucinated continuation -----------------------------------------------------------
+def _cut_continuation(text: str, found: list[_Label], grammar: _Grammar) -> tuple[str, list[_Label]]:
+    """Drop everything from the first model-written Observation that follows an Action."""
+    first_action = next((label.start for label in found if label.kind == _ACTION), None)
+    if first_action is None:
+        return text, found
+    cut = next(
+        (label.start for label in found if label.kind == _OBSERVATION and label.start > first_action), None
+    )
+    if cut is not None:
+        text = text[:cut]
+    trailing = grammar.trailing_observation.search(text)
+    if trailing and trailing.start() > first_action:
+        text = text[: trailing.start()]
+    return text, [label for label in found if label.end <= len(text)]
+
+
+# -- 4. Decide --------------------------------------------------------------------------------------
+class _Found(NamedTuple):
+    """A complete action: the tool and its input, starting at ``start``."""
+
+    start: int
+    line_start: bool
+    tool: str
+    tool_input: ToolInput
+
+
+def _first_action(text: str, found: list[_Label], labels: Labels) -> _Found | None:
+    """The first Action that has an input: an Action Input label, or call/bracket syntax."""
+    for index, label in enumerate(found):
+        if label.kind != _ACTION:
+            continue
+        following = found[index + 1 :]
+        value_end = following[0].start if following else len(text)
+        tool, call_input = _tool_and_arguments(text[label.end : value_end])
+        next_step = next((other for other in following if other.kind in (_ACTION, _INPUT)), None)
+        if next_step is not None and next_step.kind == _INPUT:
+            raw_input = text[next_step.end : _value_end(text, found, next_step)]
+            use_call = call_input is not None and raw_input.strip().lower() in _NO_INPUT
+            tool_input = call_input if use_call else _tool_input(raw_input)
+        elif call_input is not None:
+            tool_input = call_input
+        else:
+            continue
+        if tool.lower() in _NO_TOOL:
+            raise _error(f"Your {labels.action} line names no tool.", text, labels)
+        return _Found(label.start, label.line_start, tool, tool_input)  # type: ignore[arg-type]
+    return None
+
+
+def _value_end(text: str, found: list[_Label], label: _Label) -> int:
+    """Where a label's value ends: at the next label that opens a line (labels inside a value stay)."""
+    return next((other.start for other in found if other.start > label.start and other.line_start), len(text))
+
+
+def _first_final(found: list[_Label], *, has_action: bool) -> _Label | None:
+    """The first Final Answer label; the ``Answer:`` alias counts only when there is no action."""
+    kinds = (_FINAL,) if has_action else (_FINAL, _ANSWER)
+    finals = [label for label in found if label.kind == _FINAL]
+    return finals[0] if finals else next((label for label in found if label.kind in kinds), None)
+
+
+def _final_answer(text: str, found: list[_Label], final: _Label, labels: Labels) -> FinalAnswer:
+    """The answer runs to the end, or to an action block that opens a line after it."""
+    rest = [label for label in found if label.start > final.start]
+    action_blocks = (
+        label.start
+        for index, label in enumerate(rest)
+        if label.kind == _ACTION
+        and label.line_start
+        and any(later.kind == _INPUT for later in rest[index + 1 :])
+    )
+    end = next(action_blocks, len(text))
+    answer = text[final.end : end].strip()
+    if not answer:
+        raise _error(f"Your {labels.final_answer} is empty.", text, labels)
+    return FinalAnswer(answer, _thought(text, found, final.start), text[:end].rstrip())
+
+
+def _checked_action(text: str, found: list[_Label], action: _Found, labels: Labels) -> Action | FinalAnswer:
+    """The action, unless a Final Answer follows it (a conflict) or it names the final answer."""
+    if any(label.kind == _FINAL and label.start > action.start for label in found):
+        raise _error(
+            f"Your reply contains both an {labels.action} and a {labels.final_answer}; give one of them.",
+            text,
+            labels,
+        )
+    thought = _thought(text, found, action.start)
+    if action.tool.lower() in (labels.final_answer.lower(), labels.finish.lower()):
+        return FinalAnswer(_as_text(action.tool_input), thought, text.rstrip())
+    return Action(action.tool, action.tool_input, thought, text.rstrip())
+
+
+def _thought(text: str, found: list[_Label], decision: int) -> str:
+    """The Thought before the decision, or the text before the first label when there is none."""
+    for index, label in enumerate(found):
+        if label.kind == _THOUGHT and label.start < decision:
+            end = found[index + 1].start if index + 1 < len(found) else len(text)
+            return text[label.end : end].strip()
+    first = min([label.start for label in found] + [decision])
+    return text[:first].strip()
+
+
+def _json_blob(text: str, labels: Labels) -> Action | FinalAnswer | None:
+    """A JSON action blob anywhere in the text: ``{"action": ..., "action_input": ...}`` and kin."""
+    blobs = [(start, blob) for start, blob in _json_objects(text) if _blob_parts(blob)]
+    if not blobs:
+        candidate = _FENCED_BLOCK.match(text.strip())
+        value = _json_value(candidate["body"].strip() if candidate else text.strip())
+        if isinstance(value, list) and len(value) == 1:
+            value = value[0]
+        if not isinstance(value, dict) or not _blob_parts(value):
+            return None
+        blobs = [(0, value)]
+    if len(blobs) > 1:
+        raise _error("Your reply contains more than one action; give one at a time.", text, labels)
+    start, blob = blobs[0]
+    tool, raw_input = _blob_parts(blob)  # type: ignore[misc]
+    thought = text[:start].strip()
+    if " ".join(tool.split()).lower() == labels.final_answer.lower():
+        return FinalAnswer(_as_text(raw_input), thought, text.rstrip())
+    tool_input = _tool_input(raw_input) if isinstance(raw_input, str) else raw_input
+    if tool.lower() in _NO_TOOL:
+        raise _error(f"Your {labels.action} names no tool.", text, labels)
+    return Action(tool, tool_input, thought, text.rstrip())
+
+
+def _json_objects(text: str) -> list[tuple[int, Any]]:
+    """Every top-level strictly valid JSON object in the text, with its position."""
+    decoder = json.JSONDecoder()
+    objects = []
+    position = 0
+    while (start := text.find("{", position)) >= 0:
+        try:
+            value, end = decoder.raw_decode(text, start)
+        except ValueError:
+            position = start + 1
+            continue
+        objects.append((start, value))
+        position = end
+    return objects
+
+
+def _blob_parts(blob: dict[str, Any]) -> tuple[str, Any] | None:
+    """The tool name and raw input of a JSON action blob, or ``None`` when it is not one."""
+    for tool_key, input_key in _BLOB_KEYS:
+        if isinstance(blob.get(tool_key), str) and input_key in blob:
+            return blob[tool_key].strip(), blob[input_key]
+    return None
+
+
+# -- 5. Normalise ---------------------------------------------------------------------------------
+def _tool_and_arguments(value: str) -> tuple[str, ToolInput | None]:
+    """The tool name on an Action line and, for call or bracket syntax, the arguments written with it."""
+    value = _TOOL_NAME_NOISE.sub("", value.strip())
+    if call := _CALL.match(value):
+        return _tool_name(call["name"]), _call_arguments(call["args"])
+    if brackets := _BRACKETS.match(value):
+        return _tool_name(brackets["name"]), _tool_input(brackets["args"]) if brackets[
+            "args"
+        ].strip() else None
+    first_line = next((line for line in value.splitlines() if line.strip()), "")
+    return _tool_name(first_line), None
+
+
+def _tool_name(name: str) -> str:
+    return _TOOL_NAME_NOISE.sub("", name)
+
+
+def _call_arguments(args: str) -> ToolInput | None:
+    """Arguments of ``tool(query="x")``, ``tool("x")`` or ``tool({...})``; only literals, never code."""
+    args = args.strip()
+    if not args:
+        return None
+    if _JSON_START.match(args):
+        return _json_value(args)
+    try:
+        call = ast.parse(f"f({args})", mode="eval").body
+        if not isinstance(call, ast.Call):
+            return None
+        if call.keywords and not call.args and all(keyword.arg for keyword in call.keywords):
+            return {str(keyword.arg): ast.literal_eval(keyword.value) for keyword in call.keywords}
+        if len(call.args) == 1 and not call.keywords:
+            value = ast.literal_eval(call.args[0])
+            return value if isinstance(value, (str, dict, list)) else str(value)
+    except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
+        return None
+    return None
+
+
+def _tool_input(raw: str) -> ToolInput:
+    """JSON-like text (also in a fence, or nearly valid) as a dict or list; other text as written.
+
+    One pair of wrapping quotes is removed, and a lone leading quote; fenced code is kept whole.
+    """
+    text = raw.strip()
+    if fenced := _FENCED_BLOCK.match(text):
+        value = _json_value(fenced["body"].strip())
+        return text if value is None else value
+    candidate = _MARKDOWN_NOISE.sub("", text)
+    if wrapped := _JSON_IN_CALL.match(candidate):
+        candidate = wrapped["json"].strip()
+    value = _json_value(candidate)
+    return _unquote(text) if value is None else value
+
+
+def _unquote(text: str) -> str:
+    """Remove one pair of wrapping quotes (never an unbalanced one) or a lone leading quote."""
+    quote = text[:1]
+    if quote not in ('"', "'"):
+        return text
+    if len(text) >= 2 and text.endswith(quote):
+        inner = text[1:-1]
+        if quote not in inner:
+            return inner
+        if quote == '"':
+            try:
+                decoded = json.loads(text)
+            except ValueError:
+                return text
+            return decoded if isinstance(decoded, str) else text
+        return text
+    return text[1:] if text.count(quote) == 1 else text
+
+
+def _json_value(text: str) -> dict[str, Any] | list[Any] | None:
+    """Parse JSON-like text, repairing only what models get nearly right; ``None`` when it is not JSON.
+
+    Repairs: single quotes, Python ``True/False/None``, trailing commas, ``/* */`` and ``//`` comments,
+    raw newlines and tabs inside strings, missing closing brackets. Text after the value is ignored.
+    """
+    if not _JSON_START.match(text):
+        return None
+    decoder = json.JSONDecoder()
+    tidied, closers = _tidy_json(text)
+    for candidate in (text, tidied, tidied + closers):
+        try:
+            value, _ = decoder.raw_decode(candidate)
+        except (ValueError, RecursionError):
+            continue
+        return value if isinstance(value, (dict, list)) else None
+    return None
+
+
+def _tidy_json(text: str) -> tuple[str, str]:
+    """Rewrite nearly valid JSON as JSON; also return the closers a truncated value is missing."""
+    out: list[str] = []
+    closers: list[str] = []
+    quote = ""  # the quote that opened the string we are in; "" outside strings
+    index = 0
+    while index < len(text):
+        char = text[index]
+        if quote:
+            if char == "\\" and index + 1 < len(text):
+                escaped = text[index + 1]
+                out.append("'" if escaped == "'" else char + escaped)
+                index += 2
+                continue
+            if char == quote:
+                out.append('"')
+                quote = ""
+            elif char == '"':
+                out.append('\\"')
+            else:
+                out.append(json.dumps(char)[1:-1] if char < " " else char)
+        elif char in "\"'":
+            quote = char
+            out.append('"')
+        elif text.startswith("/*", index) or text.startswith("//", index):
+            end = text.find("*/" if text[index + 1] == "*" else "\n", index + 2)
+            index = len(text) if end < 0 else end + (2 if text[index + 1] == "*" else 0)
+            continue
+        elif char == "," and _COMMA_BEFORE_CLOSER.match(text, index):
+            pass
+        elif char in "{[":
+            closers.append("}" if char == "{" else "]")
+            out.append(char)
+        elif char in "}]":
+            if closers and closers[-1] == char:
+                closers.pop()
+            out.append(char)
+        elif word := _BARE_WORD.match(text, index):
+            out.append(_PYTHON_LITERALS.get(word[0], word[0]))
+            index = word.end()
+            continue
+        else:
+            out.append(char)
+        index += 1
+    return "".join(out), ('"' if quote else "") + "".join(reversed(closers))
+
+
+def _as_text(value: ToolInput) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+# -- Feedback for the model -------------------------------------------------------------------------
+def _missing_parts(text: str, found: list[_Label], labels: Labels) -> ParseError:
+    """Say which part of the format is missing."""
+    kinds = [label.kind for label in found]
+    if _ACTION in kinds:
+        return _error(f"Your reply has an {labels.action} but no {labels.action_input} line.", text, labels)
+    if _INPUT in kinds:
+        return _error(f"Your reply has an {labels.action_input} but no {labels.action} line.", text, labels)
+    if _THOUGHT in kinds:
+        problem = f"Your reply has a {labels.thought} but no {labels.action} and no {labels.final_answer}."
+    else:
+        problem = f"Your reply has no {labels.action} and no {labels.final_answer} line."
+    return _error(problem, text, labels)
+
+
+def _error(problem: str, text: str, labels: Labels) -> ParseError:
+    return ParseError(f"{problem}\nReply in exactly this format:\n{_format_block(labels)}", text)
+
+
+@lru_cache(maxsize=16)
+def _format_block(labels: Labels) -> str:
+    """The format block of the prompt, with the tool list shown as ``...`` and these labels."""
+    template = resources.files("explicit_react").joinpath("prompts/format.txt").read_text(encoding="utf-8")
+    block = Template(template).safe_substitute(tool_names="...").strip()
+    renamed = {
+        FINAL_ANSWER: labels.final_answer,
+        ACTION_INPUT: labels.action_input,
+        OBSERVATION: labels.observation,
+        THOUGHT: labels.thought,
+        ACTION: labels.action,
+    }
+    pattern = re.compile(r"^(" + "|".join(re.escape(word) for word in renamed) + r"):", re.M)
+    return pattern.sub(lambda match: f"{renamed[match[1]]}:", block)
