@@ -84,6 +84,7 @@ class _Run:
     usage: TokenUsage = field(default_factory=TokenUsage)
     llm_calls: int = 0
     result: AgentResult | None = None
+    final_log: str = ""
 
     @property
     def callbacks(self) -> Any:
@@ -94,7 +95,8 @@ class _Run:
         self.llm_calls += 1
         self.guard.record_tokens(usage.total_tokens)
 
-    def finish(self, answer: str, stop: StopReason, error: str | None = None) -> AgentResult:
+    def finish(self, answer: str, stop: StopReason, error: str | None = None, log: str = "") -> AgentResult:
+        self.final_log = log or answer
         self.result = AgentResult(
             answer=answer,
             steps=list(self.steps),
@@ -258,8 +260,6 @@ class ExplicitReActAgent(Runnable[AgentInput, dict[str, Any]]):
             )
         verdict = run.guard.check(tool, action.tool_input)
         if verdict.run:
-            if run.manager is not None:
-                run.manager.on_agent_action(AgentAction(tool, action.tool_input, turn.text))  # type: ignore[arg-type]
             return None
         if not verdict.observation:  # over the tool-call budget: nothing to observe, the run ends
             return Acted(None, tool, verdict.stop)
@@ -272,6 +272,10 @@ class ExplicitReActAgent(Runnable[AgentInput, dict[str, Any]]):
             return refused
         action = turn.decision
         assert isinstance(action, Action)
+        if isinstance(run.manager, CallbackManagerForChainRun):
+            run.manager.on_agent_action(
+                _agent_action(self.executor.resolve(action.tool) or action.tool, action, turn)
+            )
         outcome = self.executor.execute(
             action.tool,
             action.tool_input,
@@ -288,6 +292,10 @@ class ExplicitReActAgent(Runnable[AgentInput, dict[str, Any]]):
             return refused
         action = turn.decision
         assert isinstance(action, Action)
+        if isinstance(run.manager, AsyncCallbackManagerForChainRun):
+            await run.manager.on_agent_action(
+                _agent_action(self.executor.resolve(action.tool) or action.tool, action, turn)
+            )
         outcome = await self.executor.aexecute(
             action.tool,
             action.tool_input,
@@ -454,9 +462,7 @@ class ExplicitReActAgent(Runnable[AgentInput, dict[str, Any]]):
     def _finish(
         self, run: _Run, answer: str, stop: StopReason, log: str = "", error: str | None = None
     ) -> None:
-        result = run.finish(answer.strip(), stop, error)
-        if run.manager is not None:
-            run.manager.on_agent_finish(AgentFinish({"output": result.answer}, log or result.answer))
+        result = run.finish(answer.strip(), stop, error, log)
         self._emit("on_result", result)
 
     def _emit(self, event: str, *args: Any) -> None:
@@ -488,6 +494,7 @@ class ExplicitReActAgent(Runnable[AgentInput, dict[str, Any]]):
             manager.on_chain_error(exc)
             raise
         assert run.result is not None
+        manager.on_agent_finish(AgentFinish({"output": run.result.answer}, run.final_log))
         manager.on_chain_end(result_to_output(run.result))
         yield run.result
 
@@ -511,6 +518,7 @@ class ExplicitReActAgent(Runnable[AgentInput, dict[str, Any]]):
             await manager.on_chain_error(exc)
             raise
         assert run.result is not None
+        await manager.on_agent_finish(AgentFinish({"output": run.result.answer}, run.final_log))
         await manager.on_chain_end(result_to_output(run.result))
         yield run.result
 
@@ -584,6 +592,10 @@ _STOPPED = {
 
 
 _NO_COMPLETION = Completion("", TokenUsage(), 0.0)
+
+
+def _agent_action(tool: str, action: Action, turn: Turn) -> AgentAction:
+    return AgentAction(tool, action.tool_input, turn.text)  # type: ignore[arg-type]
 
 
 def read_input(input: AgentInput, context: Any = None) -> tuple[str, str]:
