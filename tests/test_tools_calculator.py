@@ -1,0 +1,119 @@
+"""The calculator tool: arithmetic through LangChain invocation, and hostile input refused."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from explicit_react.tools import calculator
+from explicit_react.tools.calculator import CalculationError, evaluate
+
+
+@pytest.mark.parametrize(
+    ("expression", "expected"),
+    [
+        ("68000000 - 2100000", "65900000"),
+        ("2 * (3 + 4)", "14"),
+        ("-3 + +5", "2"),
+        ("7 // 2", "3"),
+        ("7 % 4", "3"),
+        ("2 ** 10", "1024"),
+        ("10 / 4", "2.5"),
+        ("0.1 + 0.2", "0.3"),
+        ("sqrt(16)", "4"),
+        ("round(pi, 2)", "3.14"),
+        ("max(1, 5, 3) + min(2, 8) + abs(-4)", "11"),
+        ("log(e)", "1"),
+        ("exp(0) + cos(0) + sin(0)", "2"),
+    ],
+)
+def test_arithmetic(expression: str, expected: str) -> None:
+    assert calculator.invoke(expression) == expected
+
+
+def test_accepts_a_json_style_dict() -> None:
+    assert calculator.invoke({"expression": "1 + 2"}) == "3"
+
+
+async def _ainvoke(expression: str) -> str:
+    result: str = await calculator.ainvoke(expression)
+    return result
+
+
+def test_async_invocation() -> None:
+    import asyncio
+
+    assert asyncio.run(_ainvoke("6 * 7")) == "42"
+
+
+@pytest.mark.parametrize(
+    ("expression", "message"),
+    [
+        ("__import__('os').system('touch /tmp/pwned')", "unsupported function"),
+        ("().__class__.__bases__", "attribute access is not allowed"),
+        ("(1).real", "attribute access is not allowed"),
+        ("(lambda: 1)()", "unsupported"),
+        ("lambda: 1", "unsupported syntax (Lambda)"),
+        ("x + 1", "unknown name 'x'"),
+        ("open('/etc/passwd')", "unsupported function 'open'"),
+        ("[1, 2]", "unsupported syntax (List)"),
+        ("'a' * 3", "only numbers"),
+        ("True + 1", "only numbers"),
+        ("[x for x in range(9)]", "unsupported syntax"),
+        ("sqrt", "is a function"),
+        ("1 if 1 else 2", "unsupported syntax (IfExp)"),
+        ("2 ^ 3", "use **"),
+        ("68,000,000 - 2,100,000", "thousands separators"),
+        ("1 < 2", "unsupported syntax (Compare)"),
+        ("sqrt(x=4)", "positional arguments only"),
+    ],
+)
+def test_hostile_or_unsupported_input_is_refused(expression: str, message: str) -> None:
+    observation = calculator.invoke(expression)
+    assert observation.startswith("Error: ")
+    assert message in observation
+
+
+@pytest.mark.parametrize("expression", ["9**9**9**9", "10**100000", "2**(2**64)", "(10**999) * (10**999)"])
+def test_huge_results_are_refused_at_once(expression: str) -> None:
+    started = time.monotonic()
+    observation = calculator.invoke(expression)
+    assert observation.startswith("Error: result too large")
+    assert time.monotonic() - started < 0.5
+
+
+@pytest.mark.parametrize(
+    ("expression", "message"),
+    [
+        ("1 / 0", "Error: division by zero"),
+        ("5 // 0", "Error: division by zero"),
+        ("5 % 0", "Error: division by zero"),
+        ("10.0 ** 400", "Error: result too large"),
+        ("exp(1000)", "Error: result too large"),
+        ("sqrt(-1)", "Error: cannot compute"),
+        ("(-8) ** 0.5", "complex number"),
+        ("", "Error: empty expression"),
+        ("2 +", "Error: invalid expression"),
+        ("(" * 5000 + "1" + ")" * 5000, "Error: expression too long"),
+    ],
+)
+def test_clear_errors(expression: str, message: str) -> None:
+    assert message in calculator.invoke(expression)
+
+
+def test_deep_nesting_is_a_clear_error_not_a_crash() -> None:
+    assert calculator.invoke("-" * 20 + "1") == "1"  # an even number of minus signs
+    assert calculator.invoke("-" * 900 + "1") == "Error: expression is nested too deeply"
+
+
+def test_evaluate_raises_calculation_error() -> None:
+    assert evaluate("2 ** 0.5") == pytest.approx(1.41421356)
+    with pytest.raises(CalculationError, match="division by zero"):
+        evaluate("1/0")
+
+
+def test_bad_arguments_become_an_observation() -> None:
+    observation = calculator.invoke({"formula": "1 + 1"})
+    assert observation.startswith("Error: invalid tool arguments")
+    assert "expression" in observation
