@@ -1,0 +1,275 @@
+"""Budgets, allowlist, loop detection, timeouts, retries, bounded context and the audit trail."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from langchain_core.tools import tool
+
+from explicit_react import ExplicitReActAgent, StopReason
+from explicit_react.policy import Budget, RunGuard, call_signature
+from explicit_react.testing import ScriptedChatModel
+from tests.helpers import action, final, search
+
+release = threading.Event()
+
+
+@tool
+def hang(query: str) -> str:
+    """Never returns in time."""
+    release.wait(5)
+    return "too late"
+
+
+class HangingModel(ScriptedChatModel):
+    """Replies from its script, but hangs (up to 5 s) once the script has ``None``."""
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):  # type: ignore[no-untyped-def]
+        if self._index < len(self.replies) and self.replies[self._index] is None:
+            self._index += 1
+            release.wait(5)
+        return super()._generate(messages, stop, run_manager, **kwargs)
+
+
+@pytest.fixture(autouse=True)
+def _release_hanging_threads():
+    release.clear()
+    yield
+    release.set()
+
+
+# Loop detection ---------------------------------------------------------------------------------
+def test_call_signature_normalises_whitespace_and_key_order_but_keeps_case() -> None:
+    assert call_signature("search", "  paris   population ") == call_signature("search", "paris population")
+    assert call_signature("search", "Paris") != call_signature("search", "paris")
+    assert call_signature("t", {"a": 1, "b": " x  y"}) == call_signature("t", {"b": "x y", "a": 1})
+
+
+def test_repeated_call_is_not_run_then_the_run_stops_with_loop_detected() -> None:
+    calls: list[str] = []
+
+    @tool
+    def lookup(query: str) -> str:
+        """Look up."""
+        calls.append(query)
+        return "nothing useful"
+
+    model = ScriptedChatModel(
+        [action("lookup", "x"), action("lookup", " x "), action("lookup", "x"), final("Nothing was found.")]
+    )
+    result = ExplicitReActAgent(model, [lookup], max_iterations=10).run("q")
+    assert calls == ["x"]  # the repeats never ran
+    assert result.stop_reason is StopReason.LOOP_DETECTED
+    assert result.steps[1].error == "repeated_call"
+    assert "already called lookup" in result.steps[1].observation and "nothing useful" in result.steps[1].observation
+    assert result.answer == "Nothing was found."  # the final answer from what was gathered
+    assert len(model.calls) == 4  # stopped long before max_iterations=10
+
+
+def test_a_b_a_b_cycle_is_caught() -> None:
+    model = ScriptedChatModel(
+        [
+            action("search", "population of France"),
+            action("search", "population of Paris"),
+            action("search", "population of France"),
+            action("search", "population of Paris"),
+            final("France 68M, Paris 2.1M"),
+        ]
+    )
+    result = ExplicitReActAgent(model, [search], max_iterations=10).run("q")
+    assert result.stop_reason is StopReason.LOOP_DETECTED
+    assert [s.error for s in result.steps] == [None, None, "repeated_call", "repeated_call"]
+
+
+def test_model_that_recovers_after_the_warning_goes_on() -> None:
+    model = ScriptedChatModel(
+        [action("search", "population of France"), action("search", "population of France"), final("68M")]
+    )
+    result = ExplicitReActAgent(model, [search]).run("q")
+    assert result.stop_reason is StopReason.SUCCESS and result.answer == "68M"
+
+
+# Budgets ----------------------------------------------------------------------------------------
+def test_max_tool_calls_runs_n_calls_and_stops_at_the_next_request() -> None:
+    model = ScriptedChatModel(
+        [action("search", "population of France"), action("search", "population of Paris"), final("France has 68M.")]
+    )
+    result = ExplicitReActAgent(model, [search], max_tool_calls=1).run("q")
+    assert result.stop_reason is StopReason.MAX_TOOL_CALLS
+    assert len(result.steps) == 1 and result.steps[0].observation == "68000000"
+    assert result.answer == "France has 68M."
+
+
+def test_max_tokens_stops_the_run() -> None:
+    model = ScriptedChatModel([action("search", "population of France"), final("68M")])
+    result = ExplicitReActAgent(model, [search], max_tokens=10, on_limit="force").run("q")
+    assert result.stop_reason is StopReason.MAX_TOKENS
+    assert len(model.calls) == 1 and "max_tokens=10" in (result.error or "")
+
+
+def test_max_seconds_stops_a_hanging_tool_at_once_without_another_model_call() -> None:
+    model = ScriptedChatModel([action("hang", "x"), final("never asked")])
+    started = time.monotonic()
+    result = ExplicitReActAgent(model, [hang], max_seconds=0.5).run("q")
+    assert time.monotonic() - started < 4  # the tool would hang for 5 s
+    assert result.stop_reason is StopReason.MAX_SECONDS
+    assert len(model.calls) == 1  # no further model call
+    assert "time" in result.answer.lower()
+
+
+def test_max_seconds_stops_a_hanging_model() -> None:
+    model = HangingModel([action("search", "population of France"), None, final("x")])
+    result = ExplicitReActAgent(model, [search], max_seconds=0.5).run("q")
+    assert result.stop_reason is StopReason.MAX_SECONDS
+    assert len(result.steps) == 1 and result.steps[0].observation == "68000000"
+
+
+def test_max_seconds_in_async_runs() -> None:
+    model = ScriptedChatModel([action("hang", "x"), final("never asked")])
+    result = asyncio.run(ExplicitReActAgent(model, [hang], max_seconds=0.5).arun("q"))
+    assert result.stop_reason is StopReason.MAX_SECONDS
+
+
+def test_tool_timeout_is_an_observation_and_the_run_goes_on() -> None:
+    model = ScriptedChatModel([action("hang", "x"), final("the tool was too slow")])
+    result = ExplicitReActAgent(model, [hang], tool_timeout=0.2).run("q")
+    assert result.stop_reason is StopReason.SUCCESS
+    assert result.steps[0].error == "tool_timeout"
+    assert result.steps[0].observation.startswith("Error: tool 'hang' timed out after 0.2 s")
+
+
+def test_llm_timeout_ends_the_run_with_llm_error() -> None:
+    model = HangingModel([None])
+    result = ExplicitReActAgent(model, [search], llm_timeout=0.2, max_retries=0).run("q")
+    assert result.stop_reason is StopReason.LLM_ERROR
+    assert "timed out" in (result.error or "")
+
+
+def test_transient_model_errors_are_retried() -> None:
+    model = ScriptedChatModel([ConnectionError("reset"), TimeoutError("slow"), final("ok")])
+    result = ExplicitReActAgent(model, [search], max_retries=2, retry_backoff=0.0).run("q")
+    assert result.stop_reason is StopReason.SUCCESS and len(model.calls) == 3
+
+
+def test_retries_give_up_after_max_retries() -> None:
+    model = ScriptedChatModel([ConnectionError("a"), ConnectionError("b"), ConnectionError("c"), final("unused")])
+    result = ExplicitReActAgent(model, [search], max_retries=2, retry_backoff=0.0).run("q")
+    assert result.stop_reason is StopReason.LLM_ERROR and "after 3 attempts" in (result.error or "")
+    assert model.remaining == 1
+
+
+def test_permanent_model_errors_are_not_retried() -> None:
+    model = ScriptedChatModel([ValueError("bad request"), final("unused")])
+    result = ExplicitReActAgent(model, [search], max_retries=2, retry_backoff=0.0).run("q")
+    assert result.stop_reason is StopReason.LLM_ERROR and len(model.calls) == 1
+
+
+# Allowlist --------------------------------------------------------------------------------------
+def test_allowlist_hides_other_tools_denies_them_then_stops() -> None:
+    @tool
+    def refund(order: str) -> str:
+        """Issue a refund."""
+        raise AssertionError("must never run")
+
+    model = ScriptedChatModel(
+        [action("refund", "A1"), action("refund", "A1 please"), final("I cannot refund here.")]
+    )
+    agent = ExplicitReActAgent(model, [search, refund], allowed_tools={"search"})
+    result = agent.run("Refund A1")
+    assert "- refund:" not in model.calls[0].prompt and "- search:" in model.calls[0].prompt
+    assert result.steps[0].error == "tool_denied"
+    assert "not allowed" in result.steps[0].observation
+    assert result.stop_reason is StopReason.TOOL_DENIED
+    assert result.answer == "I cannot refund here."
+
+
+# Bounded context --------------------------------------------------------------------------------
+def test_long_observations_are_cut_with_a_marker() -> None:
+    @tool
+    def dump(query: str) -> str:
+        """Return a lot."""
+        return "HEAD" + "x" * 10_000 + "TAIL"
+
+    model = ScriptedChatModel([action("dump", "x"), final("done")])
+    result = ExplicitReActAgent(model, [dump], max_observation_chars=500).run("q")
+    observation = result.steps[0].observation
+    assert observation.startswith("HEAD") and observation.endswith("TAIL")
+    assert "characters cut" in observation and len(observation) < 600
+
+
+def test_long_runs_compact_the_scratchpad_so_the_prompt_stops_growing() -> None:
+    @tool
+    def page(n: str) -> str:
+        """Read page n."""
+        return f"page {n}: " + "lorem ipsum " * 40
+
+    script = [action("page", str(i)) for i in range(30)] + [final("read")]
+    model = ScriptedChatModel(script)
+    ExplicitReActAgent(model, [page], max_iterations=31, keep_recent_steps=3).run("q")
+    sizes = [len(call.prompt) for call in model.calls]
+    plateau = sizes[16:30]  # 3 verbatim + 12 summarised steps: from here on the prompt stays flat
+    assert max(plateau) - min(plateau) < 100, plateau
+    assert "Earlier steps, summarised" in model.calls[29].prompt and "omitted" in model.calls[29].prompt
+    uncompacted = ScriptedChatModel(script)
+    ExplicitReActAgent(uncompacted, [page], max_iterations=31, keep_recent_steps=None).run("q")
+    assert len(uncompacted.calls[29].prompt) > 3 * sizes[29]
+
+
+# Audit trail ------------------------------------------------------------------------------------
+def test_trace_file_has_a_line_per_step_and_the_result_and_no_secrets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GOOGLE_API_KEY", "AIza-test-secret-123456")
+
+    @tool
+    def leaky(query: str) -> str:
+        """Leaks the environment."""
+        return "key is AIza-test-secret-123456"
+
+    path = tmp_path / "trace.jsonl"
+    model = ScriptedChatModel([action("leaky", "x"), final("done")])
+    ExplicitReActAgent(model, [leaky], trace_path=path).run("q")
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [line["event"] for line in lines] == ["step", "result"]
+    assert lines[0]["action"] == "leaky" and lines[1]["stop_reason"] == "success"
+    assert "AIza-test-secret-123456" not in path.read_text()
+    assert "[redacted]" in lines[0]["observation"]
+
+
+def test_trace_is_written_as_the_run_goes(tmp_path: Path) -> None:
+    path = tmp_path / "trace.jsonl"
+    model = ScriptedChatModel([action("search", "population of France"), RuntimeError("crash")])
+    ExplicitReActAgent(model, [search], trace_path=path, max_retries=0).run("q")
+    events = [json.loads(line)["event"] for line in path.read_text().splitlines()]
+    assert events == ["step", "result"]
+
+
+# Guard unit behaviour ---------------------------------------------------------------------------
+def test_guard_reports_stops_in_order_of_cause() -> None:
+    guard = RunGuard(Budget(max_iterations=2, max_tokens=5))
+    assert guard.stop_before_turn(0) is None
+    guard.record_tokens(6)
+    assert guard.stop_before_turn(0) is StopReason.MAX_TOKENS
+    assert RunGuard(Budget(max_iterations=2)).stop_before_turn(2) is StopReason.MAX_ITERATIONS
+
+
+# Robustness: arbitrary model output -------------------------------------------------------------
+labels = st.sampled_from(["Thought:", "Action:", "Action Input:", "Observation:", "Final Answer:", "\n", " ", "{", "}"])
+replies = st.lists(st.one_of(st.text(max_size=40), labels), max_size=12).map("".join)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(replies, min_size=1, max_size=4))
+def test_any_model_output_ends_with_a_stop_reason_and_a_string_answer(script: list[str]) -> None:
+    model = ScriptedChatModel(script + ["Final Answer: fallback"] * 4)
+    result = ExplicitReActAgent(model, [search], max_iterations=3, max_retries=0).run("q")
+    assert isinstance(result.stop_reason, StopReason)
+    assert isinstance(result.answer, str) and result.answer
+    assert all(isinstance(s.observation, str) for s in result.steps)
