@@ -1,0 +1,102 @@
+"""The real Gemma 3 270M GGUF through llama.cpp: loading, stop sequences, usage, one agent run.
+
+A 270M base model does not answer reliably, so these tests check what is deterministic and
+meaningful (greedy decoding, the stop cut, the token counts, how the run ends), never whether an
+answer is right.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import time
+from typing import Any
+
+import pytest
+from langchain_core.language_models import BaseChatModel
+
+from explicit_react import models
+
+pytestmark = pytest.mark.local_model
+
+if importlib.util.find_spec("llama_cpp") is None:
+    pytest.skip(f"llama-cpp-python is not installed ({models.LOCAL_EXTRA_INSTALL})", allow_module_level=True)
+if "gemma" not in models.installed_local_models():
+    pytest.skip(
+        f"the Gemma 3 270M weights are not installed ({models.LOCAL_EXTRA_INSTALL})", allow_module_level=True
+    )
+
+# Small settings keep the whole module well under a minute on 2 CPU cores.
+N_CTX = 2048
+MAX_TOKENS = 64
+TRANSCRIPT = (
+    "Copy these lines exactly:\n"
+    "Thought: I need to add two numbers.\n"
+    "Action: calculator\n"
+    "Action Input: 2 + 2\n"
+    "Observation: 4\n"
+)
+STOP = "\nObservation:"
+
+
+@pytest.fixture(scope="module")
+def gemma() -> BaseChatModel:
+    return models.load_model("local:gemma", n_ctx=N_CTX, max_tokens=MAX_TOKENS)
+
+
+def test_local_gemma_is_loaded_with_cpu_defaults(gemma: Any) -> None:
+    assert gemma.temperature == 0
+    assert gemma.streaming is False
+    assert gemma.verbose is False
+    assert gemma.client.n_ctx() == N_CTX
+    assert gemma.max_tokens == MAX_TOKENS
+    assert gemma.model_path.endswith("gemma-3-270m-q4_k_m.gguf")
+
+
+def test_invoke_returns_text_with_usage(gemma: BaseChatModel) -> None:
+    reply = gemma.invoke("Say hello.")
+    assert isinstance(reply.content, str)
+    assert reply.content.strip()
+    usage = reply.usage_metadata  # type: ignore[attr-defined]
+    assert usage is not None
+    assert usage["input_tokens"] > 0
+    assert 0 < usage["output_tokens"] <= MAX_TOKENS
+    assert usage["total_tokens"] == usage["input_tokens"] + usage["output_tokens"]
+
+
+def test_greedy_decoding_is_deterministic(gemma: BaseChatModel) -> None:
+    assert gemma.invoke(TRANSCRIPT).content == gemma.invoke(TRANSCRIPT).content
+
+
+def test_stop_sequence_is_honoured_in_invoke_and_stream(gemma: BaseChatModel) -> None:
+    free = str(gemma.invoke(TRANSCRIPT).content)
+    if STOP not in free:
+        pytest.skip(f"the model did not write {STOP!r} unprompted, so there is nothing to cut: {free!r}")
+    stopped = gemma.invoke(TRANSCRIPT, stop=[STOP])
+    assert STOP not in stopped.content
+    assert stopped.content == free[: free.index(STOP)]
+    assert stopped.usage_metadata["output_tokens"] < MAX_TOKENS  # type: ignore[attr-defined]
+    streamed = "".join(str(chunk.content) for chunk in gemma.stream(TRANSCRIPT, stop=[STOP]))
+    assert streamed == stopped.content
+
+
+def test_the_agent_loop_runs_on_the_real_model(gemma: BaseChatModel) -> None:
+    from explicit_react import ExplicitReActAgent, StopReason
+    from explicit_react.tools import calculator
+
+    agent = ExplicitReActAgent(gemma, [calculator], max_iterations=3)
+    started = time.monotonic()
+    result = agent.run("What is 12 * 7?")
+    elapsed = time.monotonic() - started
+
+    assert isinstance(result.stop_reason, StopReason)
+    assert isinstance(result.answer, str)
+    assert result.answer.strip()
+    assert result.llm_calls >= 1
+    assert result.usage.input_tokens > 0  # the local model reports usage_metadata
+    assert len(result.steps) <= 3
+    if result.success:
+        assert result.error is None
+    else:  # a stated reason, e.g. the iteration budget ran out
+        assert result.stop_reason is not StopReason.SUCCESS
+        assert result.error
+    assert elapsed < 60
