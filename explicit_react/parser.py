@@ -267,13 +267,11 @@ def _first_final(found: list[_Label], *, has_action: bool) -> _Label | None:
 
 def _final_answer(text: str, found: list[_Label], final: _Label, labels: Labels) -> FinalAnswer:
     """The answer runs to the end, or to an action block that opens a line after it."""
-    rest = [label for label in found if label.start > final.start]
+    last_input = max((label.start for label in found if label.kind == _INPUT), default=-1)
     action_blocks = (
         label.start
-        for index, label in enumerate(rest)
-        if label.kind == _ACTION
-        and label.line_start
-        and any(later.kind == _INPUT for later in rest[index + 1 :])
+        for label in found
+        if label.kind == _ACTION and label.line_start and final.start < label.start < last_input
     )
     end = next(action_blocks, len(text))
     answer = text[final.end : end].strip()
@@ -338,7 +336,7 @@ def _json_objects(text: str) -> list[tuple[int, Any]]:
     while (start := text.find("{", position)) >= 0:
         try:
             value, end = decoder.raw_decode(text, start)
-        except ValueError:
+        except (ValueError, RecursionError):
             position = start + 1
             continue
         objects.append((start, value))

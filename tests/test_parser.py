@@ -751,3 +751,17 @@ def test_any_text_parses_or_raises_parse_error(text: str) -> None:
 @given(st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=5)), max_size=25).map("".join))
 def test_label_soup_parses_or_raises_parse_error(text: str) -> None:
     _check(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("{" * 20000, id="many-braces"),
+        pytest.param('{"a": ' * 20000, id="deeply-nested-json"),
+        pytest.param('{"action": "x", "action_input": ' + "[" * 50000, id="deep-blob-input"),
+        pytest.param("Thought: t\nAction: a(" + '{"a": ' * 20000 + ")", id="deep-call-arguments"),
+        pytest.param("Thought: t\nAction: a\nAction Input: " + "[" * 50000, id="deep-action-input"),
+    ],
+)
+def test_pathological_nesting_raises_only_parse_error(text: str) -> None:
+    _check(text)
