@@ -65,7 +65,7 @@ def summarize_step(number: int, step: Step, chars: int) -> str:
     """One line: what step ``number`` did and the start of what it saw."""
     observation = " ".join(step.observation.split())
     if len(observation) > chars:
-        observation = observation[:chars] + "..."
+        observation = observation[:chars].rstrip() + "..."
     if not step.action:
         return f"- step {number}: (unreadable reply) -> {observation}"
     tool_input = " ".join(format_tool_input(step.action_input).split())[:chars]

@@ -1,0 +1,64 @@
+"""GeneralQAAgent: the service-facing answer() dict, context handling, and failure responses."""
+
+from __future__ import annotations
+
+import json
+
+from explicit_react import GeneralQAAgent
+from explicit_react.qa import MAX_INLINE_DOCUMENTS, format_context
+from explicit_react.testing import ScriptedChatModel
+from tests.helpers import action, final, search
+
+
+def test_answer_returns_the_service_dict() -> None:
+    model = ScriptedChatModel([action("search", "population of Paris"), final("About 2.1 million.")])
+    response = GeneralQAAgent(model, [search]).answer("How many people live in Paris?")
+    assert response["answer"] == "About 2.1 million."
+    assert response["success"] is True and response["stop_reason"] == "success"
+    assert response["steps"] == ["Step 1: Thought: I need a tool. | Action: search(population of Paris) -> 2100000"]
+    assert response["detailed_steps"][0]["observation"] == "2100000"
+    json.dumps(response)
+
+
+def test_documents_and_chat_turns_reach_the_prompt() -> None:
+    model = ScriptedChatModel([final("Blue.")])
+    context = [
+        {"content": "The door of the lab is blue.", "source": "lab.md"},
+        {"page_content": "The roof is red."},
+        {"role": "user", "content": "We talked about the lab."},
+        {"role": "assistant", "content": "Yes, the lab in Lyon."},
+    ]
+    GeneralQAAgent(model, [search]).answer("What colour is the lab door?", context)
+    prompt = model.calls[0].prompt
+    assert "[1] (source: lab.md) The door of the lab is blue." in prompt
+    assert "[2] The roof is red." in prompt
+    assert "User: We talked about the lab.\nAssistant: Yes, the lab in Lyon." in prompt
+
+
+def test_many_documents_become_a_knowledge_search_tool() -> None:
+    documents = [{"content": f"Fact {i}: the code word {i} is word{i}.", "source": f"doc{i}"} for i in range(12)]
+    assert len(documents) > MAX_INLINE_DOCUMENTS
+    model = ScriptedChatModel([action("knowledge_search", "code word 7"), final("word7")])
+    response = GeneralQAAgent(model, [search]).answer("What is code word 7?", documents)
+    assert "- knowledge_search:" in model.calls[0].prompt
+    assert "Fact 3" not in model.calls[0].prompt  # not pasted into the prompt
+    assert "word7" in response["detailed_steps"][0]["observation"]
+    assert response["answer"] == "word7"
+
+
+def test_failed_run_is_reported_with_its_steps() -> None:
+    model = ScriptedChatModel([action("search", "population of France"), RuntimeError("model down")])
+    response = GeneralQAAgent(model, [search], max_retries=0).answer("q")
+    assert response["success"] is False and response["stop_reason"] == "llm_error"
+    assert len(response["detailed_steps"]) == 1 and "model down" in response["error"]
+
+
+def test_agent_kwargs_pass_through() -> None:
+    model = ScriptedChatModel([action("search", "population of France"), final("68M")])
+    response = GeneralQAAgent(model, [search], max_iterations=1).answer("q")
+    assert response["stop_reason"] == "max_iterations" and response["answer"] == "68M"
+
+
+def test_format_context_accepts_a_string_or_a_single_dict() -> None:
+    assert format_context("plain") == "plain"
+    assert format_context({"content": "one"}) == "Documents:\n[1] one"
