@@ -14,7 +14,9 @@ from explicit_react.tools.knowledge import split_passages, tokenize
 DOCUMENTS = [
     {"content": "Refunds are issued within 14 days of the purchase date.", "source": "refund-policy.md"},
     {"page_content": "Standard shipping takes 3 to 5 business days.", "title": "Shipping"},
-    Document(page_content="Our support team answers email within one day.", metadata={"source": "support.txt"}),
+    Document(
+        page_content="Our support team answers email within one day.", metadata={"source": "support.txt"}
+    ),
     "The office is closed on public holidays.",
 ]
 

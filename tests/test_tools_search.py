@@ -13,7 +13,11 @@ import pytest
 from explicit_react.tools import WebSearchTool, default_tools
 
 RESULTS = [
-    {"title": "Paris - Wikipedia", "href": "https://en.wikipedia.org/wiki/Paris", "body": "Paris is the capital."},
+    {
+        "title": "Paris - Wikipedia",
+        "href": "https://en.wikipedia.org/wiki/Paris",
+        "body": "Paris is the capital.",
+    },
     {"title": "France", "href": "https://example.org/france", "body": "France   is a\ncountry."},
     {"title": "Third", "href": "https://example.org/3", "body": "third"},
 ]

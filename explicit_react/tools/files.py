@@ -269,9 +269,9 @@ def file_tools(root: str | os.PathLike[str], read_only: bool = False) -> list[Ba
 def _observing_os_errors(method: Any) -> Any:
     """Turn an OSError (permission denied, disk full ...) into an ``Error:`` observation."""
 
-    def run(**arguments: Any) -> str:
+    def run(*arguments: Any, **named: Any) -> str:
         try:
-            result: str = method(**arguments)
+            result: str = method(*arguments, **named)
             return result
         except OSError as exc:
             raise tool_error(f"{method.__name__} failed: {exc.strerror or exc}") from None

@@ -1,0 +1,186 @@
+"""File tools: confined to their root, with capped output and an edit that must match once."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from langchain_core.tools import BaseTool
+
+from explicit_react.tools import file_tools
+from explicit_react.tools.files import MAX_MATCHES, MAX_READ_LINES
+
+SENTINEL = "outside content: do not touch\n"
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "root"
+    (root / "pkg").mkdir(parents=True)
+    (root / "app.py").write_text("import os\n\ndef main():\n    print('hello')\n    print('hello')\n")
+    (root / "pkg" / "util.py").write_text("def helper():\n    return 42\n")
+    (root / "README.md").write_text("# Demo\nhello world\n")
+    (tmp_path / "secret.txt").write_text(SENTINEL)
+    (root / "escape").symlink_to(tmp_path)  # a directory symlink that leads outside
+    (root / "secret_link.txt").symlink_to(tmp_path / "secret.txt")
+    return root
+
+
+def tools_by_name(root: Path, read_only: bool = False) -> dict[str, BaseTool]:
+    return {tool.name: tool for tool in file_tools(root, read_only=read_only)}
+
+
+def test_tool_names_and_read_only(workspace: Path) -> None:
+    assert list(tools_by_name(workspace)) == ["read_file", "grep", "search_files", "write_file", "edit_file"]
+    assert list(tools_by_name(workspace, read_only=True)) == ["read_file", "grep", "search_files"]
+
+
+def test_read_file_with_line_numbers_and_range(workspace: Path) -> None:
+    read = tools_by_name(workspace)["read_file"]
+    assert (
+        read.invoke({"path": "app.py", "start": 3, "end": 4})
+        == "    3  def main():\n    4      print('hello')"
+    )
+    assert read.invoke("pkg/util.py").splitlines()[0] == "    1  def helper():"
+
+
+def test_read_file_caps_lines(workspace: Path) -> None:
+    (workspace / "long.txt").write_text("".join(f"line {i}\n" for i in range(1, 1001)))
+    observation = tools_by_name(workspace)["read_file"].invoke({"path": "long.txt"})
+    lines = observation.splitlines()
+    assert len(lines) == MAX_READ_LINES + 1
+    assert (
+        lines[-1]
+        == f"[... showing {MAX_READ_LINES} lines; read again with start={MAX_READ_LINES + 1} for more]"
+    )
+
+
+def test_read_file_errors(workspace: Path) -> None:
+    read = tools_by_name(workspace)["read_file"]
+    assert read.invoke("missing.py").startswith("Error: 'missing.py' does not exist")
+    assert read.invoke("pkg") == "Error: 'pkg' is not a file"
+    assert read.invoke({"path": "app.py", "start": 0}).startswith("Error: bad line range")
+    assert read.invoke({"path": "app.py", "start": 99}).startswith("Error: app.py has only 5 lines")
+    (workspace / "blob.bin").write_bytes(b"\x00\x01\x02")
+    assert read.invoke("blob.bin") == "Error: 'blob.bin' is a binary file"
+
+
+def test_grep_plain_and_regex(workspace: Path) -> None:
+    grep = tools_by_name(workspace)["grep"]
+    assert grep.invoke({"pattern": "hello"}).splitlines() == [
+        "README.md:2: hello world",
+        "app.py:4: print('hello')",
+        "app.py:5: print('hello')",
+    ]
+    assert grep.invoke({"pattern": "print(", "path": "app.py"}).count("\n") == 1  # literal, not a regex
+    assert grep.invoke({"pattern": r"def \w+\(", "is_regex": True}).splitlines() == [
+        "app.py:3: def main():",
+        "pkg/util.py:1: def helper():",
+    ]
+    assert grep.invoke({"pattern": "(", "is_regex": True}).startswith("Error: invalid regular expression")
+    assert grep.invoke({"pattern": "nothing-here"}) == "No matches for 'nothing-here' in .."
+
+
+def test_grep_caps_matches(workspace: Path) -> None:
+    (workspace / "many.txt").write_text("match\n" * (MAX_MATCHES + 50))
+    lines = tools_by_name(workspace)["grep"].invoke({"pattern": "match", "path": "many.txt"}).splitlines()
+    assert len(lines) == MAX_MATCHES + 1
+    assert lines[-1].startswith(f"[... more than {MAX_MATCHES} matches")
+
+
+def test_search_files(workspace: Path) -> None:
+    search = tools_by_name(workspace)["search_files"]
+    assert search.invoke({"glob": "*.py"}).splitlines() == ["app.py", "pkg/util.py"]
+    assert search.invoke({"glob": "*", "dir": "pkg"}) == "pkg/util.py"
+    assert search.invoke({"glob": "*.rs"}) == "No files match '*.rs' under .."
+
+
+def test_write_and_edit(workspace: Path) -> None:
+    tools = tools_by_name(workspace)
+    assert tools["write_file"].invoke({"path": "new/dir/x.txt", "content": "a\nb\n"}) == (
+        "Wrote 4 characters (2 lines) to new/dir/x.txt."
+    )
+    assert (workspace / "new" / "dir" / "x.txt").read_text() == "a\nb\n"
+    assert tools["edit_file"].invoke({"path": "pkg/util.py", "old": "42", "new": "43"}) == (
+        "Edited pkg/util.py (1 replacement)."
+    )
+    assert (workspace / "pkg" / "util.py").read_text() == "def helper():\n    return 43\n"
+
+
+def test_ambiguous_edit_is_refused_and_changes_nothing(workspace: Path) -> None:
+    before = (workspace / "app.py").read_text()
+    edit = tools_by_name(workspace)["edit_file"]
+    observation = edit.invoke({"path": "app.py", "old": "print('hello')", "new": "print('bye')"})
+    assert observation.startswith("Error: `old` text matches 2 places in app.py")
+    assert edit.invoke({"path": "app.py", "old": "absent", "new": "x"}).startswith(
+        "Error: `old` text not found"
+    )
+    assert edit.invoke({"path": "app.py", "old": "", "new": "x"}).startswith("Error: `old` is empty")
+    assert (workspace / "app.py").read_text() == before
+
+
+HOSTILE_PATHS = ["../secret.txt", "pkg/../../secret.txt", "escape/secret.txt", "secret_link.txt", "escape"]
+
+
+@pytest.mark.parametrize("path", HOSTILE_PATHS)
+def test_paths_outside_the_root_are_refused_by_every_tool(workspace: Path, path: str) -> None:
+    tools = tools_by_name(workspace)
+    observations = [
+        tools["read_file"].invoke({"path": path}),
+        tools["grep"].invoke({"pattern": "outside", "path": path}),
+        tools["search_files"].invoke({"glob": "*", "dir": path}),
+        tools["write_file"].invoke({"path": path, "content": "overwritten"}),
+        tools["edit_file"].invoke({"path": path, "old": "outside", "new": "inside"}),
+    ]
+    for observation in observations:
+        assert observation.startswith("Error: "), observation
+        assert "outside content" not in observation
+        assert "contains '..'" in observation or "leads outside the workspace root" in observation
+    assert (workspace.parent / "secret.txt").read_text() == SENTINEL
+
+
+def test_absolute_paths_are_refused(workspace: Path) -> None:
+    tools = tools_by_name(workspace)
+    outside = str(workspace.parent / "secret.txt")
+    for path in (outside, str(workspace / "app.py"), "/etc/passwd", "~/.bashrc"):
+        observation = tools["read_file"].invoke({"path": path})
+        assert "is an absolute path" in observation
+    assert tools["write_file"].invoke({"path": outside, "content": "x"}).startswith("Error: ")
+    assert (workspace.parent / "secret.txt").read_text() == SENTINEL
+
+
+def test_listing_and_grep_skip_symlinks_that_lead_outside(workspace: Path) -> None:
+    tools = tools_by_name(workspace)
+    assert "secret" not in tools["search_files"].invoke({"glob": "*"})
+    assert tools["grep"].invoke({"pattern": "outside content"}).startswith("No matches")
+
+
+def test_symlink_inside_the_root_is_allowed(workspace: Path) -> None:
+    (workspace / "alias.py").symlink_to(workspace / "app.py")
+    assert "import os" in tools_by_name(workspace)["read_file"].invoke("alias.py")
+
+
+def test_writing_through_a_symlinked_directory_is_refused(workspace: Path) -> None:
+    observation = tools_by_name(workspace)["write_file"].invoke({"path": "escape/new.txt", "content": "x"})
+    assert "leads outside the workspace root" in observation
+    assert not (workspace.parent / "new.txt").exists()
+
+
+def test_bad_arguments_and_async(workspace: Path) -> None:
+    tools = tools_by_name(workspace)
+    assert tools["edit_file"].invoke({"path": "app.py"}).startswith("Error: invalid tool arguments")
+    assert (
+        asyncio.run(tools["read_file"].ainvoke({"path": "README.md"})) == "    1  # Demo\n    2  hello world"
+    )
+
+
+def test_os_errors_become_observations(workspace: Path) -> None:
+    observation = tools_by_name(workspace)["write_file"].invoke({"path": "app.py/inner.txt", "content": "x"})
+    assert observation.startswith("Error: write_file failed: ")
+    assert str(workspace) not in observation  # no absolute paths leak into the prompt
+
+
+def test_root_must_be_a_directory(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="not a directory"):
+        file_tools(tmp_path / "missing")

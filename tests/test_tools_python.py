@@ -1,0 +1,180 @@
+"""The Python sandbox: a real child process with limits, a clean environment and a temporary cwd."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from explicit_react.tools import PythonREPLTool
+from explicit_react.tools.python import sandbox_environment, strip_code_fence
+
+FAST = PythonREPLTool(timeout=5)
+
+
+def _gone(pid: int, within: float = 3.0) -> bool:
+    """True once ``pid`` no longer runs (a zombie waiting to be reaped counts as gone)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            return True
+        if state in {"Z", "X"}:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_prints_stdout_and_the_final_expression() -> None:
+    assert FAST.invoke("x = 6 * 7\nprint('x is', x)\nx + 1") == "x is 42\n43"
+
+
+def test_none_final_expression_prints_nothing_and_no_output_is_explained() -> None:
+    assert FAST.invoke("None") == "(no output; print() the values you want to see)"
+
+
+def test_code_fences_are_stripped() -> None:
+    assert FAST.invoke({"code": "```python\nprint('fenced')\n```"}) == "fenced"
+    assert strip_code_fence("```\n1 + 1\n```") == "1 + 1"
+    assert strip_code_fence("```py\na = 1\n") == "a = 1"
+    assert strip_code_fence("print('```')") == "print('```')"
+
+
+def test_exception_gives_error_headline_then_stdout_then_traceback() -> None:
+    observation = FAST.invoke("print('before')\n1 / 0")
+    lines = observation.splitlines()
+    assert lines[0] == "Error: ZeroDivisionError: division by zero"
+    assert lines[1] == "before"
+    assert lines[2] == "Traceback (most recent call last):"
+    assert 'File "<code>", line 2, in <module>' in observation
+    assert "_python_child" not in observation  # the runner's own frame is hidden
+
+
+def test_syntax_error_and_stderr() -> None:
+    assert FAST.invoke("def (").startswith("Error: SyntaxError")
+    assert FAST.invoke("import sys\nprint('warn', file=sys.stderr)") == "stderr:\nwarn"
+    assert FAST.invoke("import sys\nsys.exit(3)") == "Error: the code exited with status 3"
+
+
+def test_runs_in_a_fresh_temporary_directory_that_is_removed() -> None:
+    parent_cwd = os.getcwd()
+    observation = FAST.invoke(
+        "import os\nopen('made.txt', 'w').write('x')\nprint(os.getcwd())\nos.listdir('.')"
+    )
+    child_cwd, listing = observation.splitlines()
+    assert child_cwd != parent_cwd
+    assert "explicit_react_python_" in child_cwd
+    assert listing == "['made.txt']"
+    assert not Path(child_cwd).exists()
+    assert os.getcwd() == parent_cwd
+    assert not Path(parent_cwd, "made.txt").exists()
+
+
+def test_secrets_do_not_reach_the_child(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-fake-123456")
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_faketoken")
+    monkeypatch.setenv("DB_PASSWORD", "hunter2")
+    monkeypatch.setenv("MY_SECRET_THING", "classified")
+    monkeypatch.setenv("HARMLESS_BUT_UNNEEDED", "visible?")
+    parent_env = dict(os.environ)
+    tool = PythonREPLTool(timeout=5, extra_env={"GREETING": "hi", "EXTRA_TOKEN": "leak"})
+    observation = tool.invoke("import os\nprint(dict(os.environ))")
+    for secret in ("sk-fake-123456", "ghp_faketoken", "hunter2", "classified", "leak", "visible?"):
+        assert secret not in observation
+    assert "'GREETING': 'hi'" in observation
+    assert dict(os.environ) == parent_env
+
+
+def test_sandbox_environment_keeps_only_what_python_needs(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", "/usr/bin")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "x")
+    environment = sandbox_environment("/tmp/home")
+    assert environment["PATH"] == "/usr/bin"
+    assert environment["HOME"] == environment["TMPDIR"] == "/tmp/home"
+    assert "AWS_SECRET_ACCESS_KEY" not in environment
+    assert set(environment) <= {"PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "HOME", "TMPDIR"}
+
+
+def test_infinite_loop_is_killed_at_the_timeout() -> None:
+    started = time.monotonic()
+    observation = PythonREPLTool(timeout=1).invoke("print('started', flush=True)\nwhile True:\n    pass")
+    assert observation.startswith("Error: timed out after 1s; the process and its children were killed")
+    assert "started" in observation
+    assert time.monotonic() - started < 3
+
+
+def test_memory_bomb_is_stopped_by_the_limit() -> None:
+    tool = PythonREPLTool(timeout=5, memory_limit_mb=200)
+    observation = tool.invoke("chunks = []\nwhile True:\n    chunks.append(bytearray(50 * 1024 * 1024))")
+    assert observation.startswith("Error: MemoryError (the memory limit is 200 MB)")
+
+
+def test_children_are_killed_with_the_process_group_on_timeout() -> None:
+    code = (
+        "import os, subprocess, sys, time\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    time.sleep(60)\n"
+        "print(child.pid, pid, flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    observation = PythonREPLTool(timeout=1.5).invoke(code)
+    assert observation.startswith("Error: timed out")
+    pids = [int(pid) for pid in observation.splitlines()[1].split()]
+    assert len(pids) == 2
+    assert all(_gone(pid) for pid in pids)
+
+
+def test_background_children_do_not_outlive_a_successful_run() -> None:
+    code = (
+        "import subprocess, sys\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'],\n"
+        "                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+        "print(child.pid)\n"
+    )
+    observation = FAST.invoke(code)
+    assert _gone(int(observation))
+
+
+def test_output_is_cut_to_the_maximum_size() -> None:
+    observation = PythonREPLTool(timeout=5, max_output_chars=200).invoke("print('x' * 100_000)")
+    assert observation.startswith("x" * 200 + "\n[... output cut at 200 characters of 100001 bytes]")
+    assert len(observation) < 300
+
+
+def test_input_reads_end_of_file_instead_of_hanging() -> None:
+    assert FAST.invoke("input()").startswith("Error: EOFError")
+
+
+def test_the_parent_process_is_untouched(tmp_path: Path) -> None:
+    sentinel = tmp_path / "sentinel.txt"
+    sentinel.write_text("keep")
+    parent_cwd, parent_env, parent_pid = os.getcwd(), dict(os.environ), os.getpid()
+    FAST.invoke(
+        f"import os\nos.chdir('/')\nos.environ['INJECTED'] = '1'\nprint(os.getpid())\nopen({str(sentinel)!r}).read()"
+    )
+    assert os.getcwd() == parent_cwd
+    assert dict(os.environ) == parent_env
+    assert os.getpid() == parent_pid
+    assert sentinel.read_text() == "keep"
+
+
+def test_async_run_and_async_timeout() -> None:
+    async def scenario() -> tuple[str, str]:
+        ok = await FAST.ainvoke({"code": "print(sum(range(10)))"})
+        slow = await PythonREPLTool(timeout=0.5).ainvoke("import time\ntime.sleep(30)")
+        return ok, slow
+
+    ok, slow = asyncio.run(scenario())
+    assert ok == "45"
+    assert slow.startswith("Error: timed out after 0.5s")
+
+
+def test_empty_code_and_bad_arguments() -> None:
+    assert FAST.invoke("```python\n```").startswith("Error: no code given")
+    assert FAST.invoke({"source": "1"}).startswith("Error: invalid tool arguments")
