@@ -24,15 +24,14 @@ from langchain_core.runnables.config import (
 )
 from langchain_core.tools import BaseTool
 
-from explicit_react import scratchpad
 from explicit_react.deadline import DeadlineExceeded
-from explicit_react.errors import ConfigurationError, ModelCallError, ParseError
+from explicit_react.errors import ConfigurationError, ModelCallError
 from explicit_react.executor import ToolExecutor, ToolOutcome, as_tool
 from explicit_react.llm import Completion, ModelAdapter
-from explicit_react.parser import parse
 from explicit_react.policy import Budget, RunGuard
 from explicit_react.prompt import Message, ReActPrompt, ToolSpec
 from explicit_react.scratchpad import ScratchpadLimits, truncate_middle
+from explicit_react.transport import NativeToolCalling, TextProtocol, Transport, Turn
 from explicit_react.types import Action, AgentResult, FinalAnswer, Step, StopReason, TokenUsage
 
 AgentInput = str | Mapping[str, Any]
@@ -50,17 +49,6 @@ class RunListener(Protocol):
 
     def on_result(self, result: AgentResult) -> None:
         """The run ended."""
-
-
-@dataclass(frozen=True)
-class Turn:
-    """What one Think phase produced: the model's text and its parse (or the parse feedback)."""
-
-    text: str
-    decision: Action | FinalAnswer | None
-    feedback: str | None = None
-    usage: TokenUsage = field(default_factory=TokenUsage)
-    seconds: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -142,6 +130,7 @@ class ExplicitReActAgent(Runnable[AgentInput, dict[str, Any]]):
         verbose: bool = False,
         trace_path: str | Path | None = None,
         listeners: Sequence[RunListener] = (),
+        mode: Literal["text", "tool_calling"] = "text",
     ) -> None:
         if on_limit not in ("generate", "force"):
             raise ConfigurationError(f"on_limit must be 'generate' or 'force', not {on_limit!r}")
@@ -158,13 +147,29 @@ class ExplicitReActAgent(Runnable[AgentInput, dict[str, Any]]):
         self.allowed_tools = frozenset(allowed_tools) if allowed_tools is not None else None
         if self.allowed_tools is not None and (unknown := self.allowed_tools - set(self.executor.tools)):
             raise ConfigurationError(f"allowed_tools names tools that do not exist: {sorted(unknown)}")
-        self.model = ModelAdapter(
-            llm, timeout=llm_timeout, max_retries=max_retries, retry_backoff=retry_backoff
-        )
         self.llm = llm
         self.prompt = prompt if isinstance(prompt, ReActPrompt) else ReActPrompt(prompt)
         self.limits = ScratchpadLimits(
             max_observation_chars=max_observation_chars, keep_recent=keep_recent_steps
+        )
+        if mode == "text":
+            self.transport: Transport = TextProtocol(self.prompt, self.limits)
+        elif mode == "tool_calling":
+            self.transport = NativeToolCalling(self.limits)
+        else:
+            raise ConfigurationError(f"mode must be 'text' or 'tool_calling', not {mode!r}")
+        self.mode = mode
+        shown = [t for t in self.tools if self.allowed_tools is None or t.name in self.allowed_tools]
+        bound = self.transport.bind(llm, shown)
+        self.model, self.final_model = (
+            ModelAdapter(
+                m,
+                stop=self.transport.stop,
+                timeout=llm_timeout,
+                max_retries=max_retries,
+                retry_backoff=retry_backoff,
+            )
+            for m in (bound, llm)
         )
         self.tool_timeout = tool_timeout
         self.on_limit = on_limit
@@ -197,16 +202,7 @@ class ExplicitReActAgent(Runnable[AgentInput, dict[str, Any]]):
         self, question: str, steps: Sequence[Step] = (), context: str = "", steps_left: int | None = None
     ) -> list[Message]:
         """The prompt for the next turn, as role/content messages."""
-        return self.prompt.messages(
-            question, self.tool_specs, scratchpad.render(steps, self.limits), context, steps_left
-        )
-
-    def _decide(self, completion: Completion) -> Turn:
-        try:
-            decision = parse(completion.text)
-        except ParseError as exc:
-            return Turn(completion.text, None, exc.feedback, completion.usage, completion.seconds)
-        return Turn(completion.text, decision, None, completion.usage, completion.seconds)
+        return self.transport.messages(question, self.tool_specs, steps, context, steps_left)
 
     def think(
         self,
@@ -223,7 +219,7 @@ class ExplicitReActAgent(Runnable[AgentInput, dict[str, Any]]):
             callbacks=_run.callbacks if _run else None,
             deadline=_run.guard.deadline if _run else None,
         )
-        return self._decide(completion)
+        return self.transport.read(completion)
 
     async def athink(
         self,
@@ -240,7 +236,7 @@ class ExplicitReActAgent(Runnable[AgentInput, dict[str, Any]]):
             callbacks=_run.callbacks if _run else None,
             deadline=_run.guard.deadline if _run else None,
         )
-        return self._decide(completion)
+        return self.transport.read(completion)
 
     def _permit(self, turn: Turn, run: _Run) -> Acted | None:
         """The policy's answer to a turn: an ``Acted`` when the tool must not run, ``None`` to run it."""
@@ -401,9 +397,7 @@ class ExplicitReActAgent(Runnable[AgentInput, dict[str, Any]]):
         return self.on_limit == "generate" and stop in _ANSWER_AT_LIMIT
 
     def _final_messages(self, run: _Run) -> list[Message]:
-        return self.prompt.final_answer_messages(
-            run.question, self.tool_specs, scratchpad.render(run.steps, self.limits), run.context
-        )
+        return self.transport.final_messages(run.question, self.tool_specs, run.steps, run.context)
 
     def _stop_at_limit(self, run: _Run, stop: StopReason) -> None:
         """End a run that hit a limit: one tool-free call for an answer (``on_limit="generate"``), or none."""
@@ -411,7 +405,7 @@ class ExplicitReActAgent(Runnable[AgentInput, dict[str, Any]]):
             self._stop_with(run, stop, None)
             return
         try:
-            completion = self.model.complete(
+            completion = self.final_model.complete(
                 self._final_messages(run), callbacks=run.callbacks, deadline=run.guard.deadline
             )
         except (ModelCallError, DeadlineExceeded):
@@ -424,7 +418,7 @@ class ExplicitReActAgent(Runnable[AgentInput, dict[str, Any]]):
             self._stop_with(run, stop, None)
             return
         try:
-            completion = await self.model.acomplete(
+            completion = await self.final_model.acomplete(
                 self._final_messages(run), callbacks=run.callbacks, deadline=run.guard.deadline
             )
         except (ModelCallError, DeadlineExceeded):
@@ -440,10 +434,7 @@ class ExplicitReActAgent(Runnable[AgentInput, dict[str, Any]]):
         if completion is not None:
             if completion.text:
                 run.count(completion.usage)
-            try:
-                decision = parse(completion.text)
-            except ParseError:
-                decision = None
+            decision = self.transport.read(completion).decision
             if isinstance(decision, FinalAnswer) and decision.answer.strip():
                 answer = decision.answer
         self._finish(run, answer, stop, error=reason)

@@ -9,12 +9,12 @@ import random
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.callbacks import Callbacks
 from langchain_core.language_models import BaseChatModel, BaseLLM
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 
 from explicit_react.deadline import Deadline, DeadlineExceeded, acall_with_timeout, call_with_timeout
@@ -36,11 +36,13 @@ _TRANSIENT_NAMES = re.compile(
 
 @dataclass(frozen=True)
 class Completion:
-    """One model reply: its text (cut at an invented observation), usage, and time taken."""
+    """One model reply: its text (cut at an invented observation), tool calls, usage, and time taken."""
 
     text: str
-    usage: TokenUsage
-    seconds: float
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    seconds: float = 0.0
+    tool_calls: tuple[dict[str, Any], ...] = ()
+    """Native tool calls as ``{"name", "args", "id"}``; ``{"name", "error"}`` when the arguments were unreadable."""
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -82,12 +84,31 @@ def _usage(message: Any) -> TokenUsage:
     return TokenUsage(n_in, n_out, int(meta.get("total_tokens", n_in + n_out)))
 
 
+def _tool_calls(reply: Any) -> tuple[dict[str, Any], ...]:
+    calls = [
+        {"name": c["name"], "args": c.get("args") or {}, "id": c.get("id")}
+        for c in getattr(reply, "tool_calls", None) or []
+    ]
+    calls += [
+        {"name": c.get("name") or "", "error": c.get("error") or "invalid"}
+        for c in getattr(reply, "invalid_tool_calls", None) or []
+    ]
+    return tuple(calls)
+
+
 def to_langchain(messages: Sequence[Message]) -> list[BaseMessage]:
     """Role/content dicts as LangChain messages."""
     out: list[BaseMessage] = []
     for m in messages:
-        cls = {"system": SystemMessage, "assistant": AIMessage}.get(m["role"], HumanMessage)
-        out.append(cls(content=m["content"]))
+        role, content = m["role"], m["content"]
+        if role == "system":
+            out.append(SystemMessage(content=content))
+        elif role == "assistant":
+            out.append(AIMessage(content=content, tool_calls=m.get("tool_calls", [])))
+        elif role == "tool":
+            out.append(ToolMessage(content=content, tool_call_id=m["tool_call_id"]))
+        else:
+            out.append(HumanMessage(content=content))
     return out
 
 
@@ -148,7 +169,7 @@ class ModelAdapter:
         text = cut_invented_observation(message_text(content))
         for stop in self.stop:  # a model that ignored the stop sequence
             text = text.split(stop, 1)[0]
-        return Completion(text, _usage(reply), time.monotonic() - started)
+        return Completion(text, _usage(reply), time.monotonic() - started, _tool_calls(reply))
 
     # With timeouts and retries ------------------------------------------------------------
     def _delay(self, attempt: int) -> float:

@@ -9,8 +9,10 @@ from importlib import resources
 from string import Template
 from typing import Any
 
-Message = dict[str, str]
-"""A chat message as ``{"role": "system" | "user", "content": ...}``."""
+Message = dict[str, Any]
+"""A chat message as ``{"role": "system" | "user" | "assistant" | "tool", "content": ...}``.
+
+Native tool calling adds ``tool_calls`` to assistant messages and ``tool_call_id`` to tool messages."""
 
 
 @cache

@@ -55,6 +55,7 @@ class ScriptedChatModel(BaseChatModel):
     report_usage: bool = True
     delay: float = 0.0
 
+    _bound_tools: list[Any] = PrivateAttr(default_factory=list)
     _index: int = PrivateAttr(default=0)
     _calls: list[ScriptedCall] = PrivateAttr(default_factory=list)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
@@ -93,6 +94,16 @@ class ScriptedChatModel(BaseChatModel):
     def calls(self) -> list[ScriptedCall]:
         """Every call received so far, in order."""
         return list(self._calls)
+
+    @property
+    def bound_tools(self) -> list[Any]:
+        """The tools passed to the last ``bind_tools`` call."""
+        return list(self._bound_tools)
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedChatModel:
+        """Accept tools for native tool calling; replies with ``tool_calls`` come from the script."""
+        self._bound_tools = list(tools)
+        return self
 
     @property
     def remaining(self) -> int:

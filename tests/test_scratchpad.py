@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from explicit_react import parser
 from explicit_react.prompt import ReActPrompt, ToolSpec, load_template, render
-from explicit_react.scratchpad import ScratchpadLimits, render as render_scratchpad, render_step, truncate_middle
+from explicit_react.scratchpad import ScratchpadLimits, render_step, truncate_middle
+from explicit_react.scratchpad import render as render_scratchpad
 from explicit_react.types import Step
 
 

@@ -1,0 +1,197 @@
+"""How a turn is put to the model and read back: the ReAct text protocol, or native tool calling.
+
+Both transports give the loop the same thing, a ``Turn`` holding an ``Action``, a ``FinalAnswer``
+or feedback for an unreadable reply, so budgets, steps and stop reasons do not depend on them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from langchain_core.tools import BaseTool
+
+from explicit_react import scratchpad
+from explicit_react.errors import ConfigurationError, ParseError
+from explicit_react.llm import STOP_SEQUENCE, Completion
+from explicit_react.parser import ACTION, ACTION_INPUT, parse
+from explicit_react.prompt import Message, ReActPrompt, ToolSpec, load_template, render
+from explicit_react.scratchpad import ScratchpadLimits, truncate_middle
+from explicit_react.types import Action, FinalAnswer, Step, TokenUsage
+
+
+@dataclass(frozen=True)
+class Turn:
+    """What one Think phase produced: the model's text and its reading (or the feedback)."""
+
+    text: str
+    decision: Action | FinalAnswer | None
+    feedback: str | None = None
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    seconds: float = 0.0
+
+
+class Transport(Protocol):
+    """Renders the conversation for the model and reads its reply."""
+
+    stop: tuple[str, ...]
+
+    def bind(self, llm: Any, tools: Sequence[BaseTool]) -> Any:
+        """The model to call for turns (with tools bound, where the transport needs it)."""
+
+    def messages(
+        self,
+        question: str,
+        tools: Sequence[ToolSpec],
+        steps: Sequence[Step],
+        context: str,
+        steps_left: int | None,
+    ) -> list[Message]:
+        """The messages for the next turn."""
+
+    def final_messages(
+        self, question: str, tools: Sequence[ToolSpec], steps: Sequence[Step], context: str
+    ) -> list[Message]:
+        """The messages for the last, tool-free call at a limit."""
+
+    def read(self, completion: Completion) -> Turn:
+        """The model's reply as a ``Turn``."""
+
+
+class TextProtocol:
+    """The ReAct text protocol: the prompt files, the scratchpad and the parser. Works with any model."""
+
+    stop: tuple[str, ...] = (STOP_SEQUENCE,)
+
+    def __init__(self, prompt: ReActPrompt, limits: ScratchpadLimits) -> None:
+        self.prompt = prompt
+        self.limits = limits
+
+    def bind(self, llm: Any, tools: Sequence[BaseTool]) -> Any:
+        """The model as it is: the tools are described in the prompt."""
+        return llm
+
+    def messages(
+        self,
+        question: str,
+        tools: Sequence[ToolSpec],
+        steps: Sequence[Step],
+        context: str,
+        steps_left: int | None,
+    ) -> list[Message]:
+        """System prompt with tools and format; the question, context and scratchpad as the user message."""
+        return self.prompt.messages(
+            question, tools, scratchpad.render(steps, self.limits), context, steps_left
+        )
+
+    def final_messages(
+        self, question: str, tools: Sequence[ToolSpec], steps: Sequence[Step], context: str
+    ) -> list[Message]:
+        """The same conversation, asking for a Final Answer now."""
+        return self.prompt.final_answer_messages(
+            question, tools, scratchpad.render(steps, self.limits), context
+        )
+
+    def read(self, completion: Completion) -> Turn:
+        """Parse the reply; an unreadable one gives the parser's feedback."""
+        try:
+            decision = parse(completion.text)
+        except ParseError as exc:
+            return Turn(completion.text, None, exc.feedback, completion.usage, completion.seconds)
+        return Turn(completion.text, decision, None, completion.usage, completion.seconds)
+
+
+class NativeToolCalling:
+    """The provider's function calling (``bind_tools``): tool calls come back structured, not as text.
+
+    The history is replayed as assistant messages with one tool call each and tool messages with
+    the observations; a reply with no tool call is the final answer.
+    """
+
+    stop: tuple[str, ...] = ()
+
+    def __init__(self, limits: ScratchpadLimits) -> None:
+        self.limits = limits
+
+    def bind(self, llm: Any, tools: Sequence[BaseTool]) -> Any:
+        """``llm.bind_tools(tools)``; a model without function calling is a configuration error."""
+        try:
+            return llm.bind_tools(list(tools))
+        except (AttributeError, NotImplementedError) as exc:
+            raise ConfigurationError(
+                f"{type(llm).__name__} does not support native tool calling; use mode='text'"
+            ) from exc
+
+    def _system(self, tools: Sequence[ToolSpec], steps_left: int | None) -> Message:
+        note = "" if steps_left is None else f"\nYou have {steps_left} tool calls left."
+        names = ", ".join(t.name for t in tools)
+        return {"role": "system", "content": render(load_template("tool_calling"), tool_names=names) + note}
+
+    def _history(self, question: str, steps: Sequence[Step], context: str) -> list[Message]:
+        context = context.strip()
+        user = f"Context:\n{context}\n\nQuestion: {question.strip()}" if context else question.strip()
+        messages: list[Message] = [{"role": "user", "content": user}]
+        for number, step in enumerate(steps, 1):
+            observation = truncate_middle(step.observation, self.limits.max_observation_chars)
+            if not step.action:
+                messages += [
+                    {"role": "assistant", "content": step.log},
+                    {"role": "user", "content": observation},
+                ]
+                continue
+            args = step.action_input if isinstance(step.action_input, dict) else {"input": step.action_input}
+            call_id = f"call_{number}"
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": step.thought,
+                    "tool_calls": [{"name": step.action, "args": args, "id": call_id, "type": "tool_call"}],
+                }
+            )
+            messages.append({"role": "tool", "content": observation, "tool_call_id": call_id})
+        return messages
+
+    def messages(
+        self,
+        question: str,
+        tools: Sequence[ToolSpec],
+        steps: Sequence[Step],
+        context: str,
+        steps_left: int | None,
+    ) -> list[Message]:
+        """System note, the question, then each step as a tool call and its result."""
+        return [self._system(tools, steps_left), *self._history(question, steps, context)]
+
+    def final_messages(
+        self, question: str, tools: Sequence[ToolSpec], steps: Sequence[Step], context: str
+    ) -> list[Message]:
+        """The history, then a request for the answer (the final call is made without tools)."""
+        request = "You cannot call any more tools. Answer the question now from the tool results above."
+        return [
+            self._system(tools, None),
+            *self._history(question, steps, context),
+            {"role": "user", "content": request},
+        ]
+
+    def read(self, completion: Completion) -> Turn:
+        """The first tool call is the action; a reply without one is the final answer."""
+        thought = completion.text.strip()
+        if completion.tool_calls:
+            call = completion.tool_calls[0]
+            if "error" in call:
+                feedback = f"Error: the arguments of your call to {call['name']!r} are not valid JSON. Call it again with a JSON object."
+                return Turn(thought, None, feedback, completion.usage, completion.seconds)
+            args = call.get("args") or {}
+            log = (
+                f"{thought}\n{ACTION}: {call['name']}\n{ACTION_INPUT}: {json.dumps(args, ensure_ascii=False)}"
+            )
+            action = Action(call["name"], args, thought, log.strip())
+            return Turn(action.log, action, None, completion.usage, completion.seconds)
+        if thought:
+            return Turn(
+                thought, FinalAnswer(thought, "", thought), None, completion.usage, completion.seconds
+            )
+        feedback = "Error: your reply was empty. Call one of the tools, or reply with your final answer."
+        return Turn("", None, feedback, completion.usage, completion.seconds)
