@@ -1,0 +1,107 @@
+"""ToolExecutor: fitting model input to each kind of tool, and turning failures into observations."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from langchain_core.tools import BaseTool, Tool, tool
+
+from explicit_react.errors import ConfigurationError
+from explicit_react.executor import ToolExecutor, as_tool, tool_spec
+from tests.helpers import search, subtract
+
+
+class Echo(BaseTool):
+    """A BaseTool subclass with no schema: it takes one string."""
+
+    name: str = "echo"
+    description: str = "Echo the text."
+
+    def _run(self, text: str) -> str:
+        return f"echo: {text}"
+
+
+@tool
+def square(n: int) -> int:
+    """Square a number."""
+    return n * n
+
+
+@tool
+def items(values: list[int]) -> int:
+    """Sum a list."""
+    return sum(values)
+
+
+EXECUTOR = ToolExecutor(
+    [search, subtract, Echo(), square, items, Tool(name="plain", func=str.upper, description="Upper.")]
+)
+
+
+@pytest.mark.parametrize(
+    ("name", "tool_input", "fitted"),
+    [
+        ("search", "paris", {"query": "paris"}),
+        ("search", '{"query": "paris"}', {"query": "paris"}),
+        ("search", {"q": "paris"}, {"query": "paris"}),  # one value, wrong key: mapped to the only argument
+        ("subtract", '{"a": 3, "b": 1}', {"a": 3, "b": 1}),
+        ("subtract", "{'a': 3, 'b': 1,}", {"a": 3, "b": 1}),  # nearly-valid JSON is repaired
+        ("echo", {"text": "hi"}, "hi"),
+        ("echo", ["a", 1], '["a", 1]'),
+        ("plain", "hi", "hi"),
+        ("square", "4", {"n": "4"}),  # the schema converts it
+        ("items", [1, 2], {"values": [1, 2]}),
+    ],
+)
+def test_fit_input(name: str, tool_input: object, fitted: object) -> None:
+    assert EXECUTOR.fit_input(name, tool_input) == fitted  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("name", "tool_input", "observation"),
+    [
+        ("search", "population of Paris", "2100000"),
+        ("square", "4", "16"),
+        ("square", '{"n": 5}', "25"),
+        ("items", [1, 2, 3], "6"),
+        ("echo", "hi", "echo: hi"),
+        ("plain", "hi", "HI"),
+        ("subtract", {"a": 3, "b": 1}, "2"),
+    ],
+)
+def test_execute_runs_each_kind_of_tool(name: str, tool_input: object, observation: str) -> None:
+    outcome = EXECUTOR.execute(name, tool_input)  # type: ignore[arg-type]
+    assert (outcome.observation, outcome.error) == (observation, None)
+
+
+def test_wrong_types_name_the_argument() -> None:
+    outcome = EXECUTOR.execute("square", "four")
+    assert outcome.error == "invalid_input" and "argument 'n'" in outcome.observation
+
+
+def test_text_that_is_not_json_for_a_multi_argument_tool() -> None:
+    outcome = EXECUTOR.execute("subtract", "3 minus 1")
+    assert outcome.error == "invalid_input"
+    assert outcome.observation == (
+        "Error: invalid input for tool 'subtract': Action Input is not a JSON object. "
+        'Expected Action Input: {"a": integer, "b": integer}'
+    )
+
+
+def test_async_execution_matches_sync() -> None:
+    outcome = asyncio.run(EXECUTOR.aexecute("subtract", '{"a": 10, "b": 4}'))
+    assert outcome.observation == "6" and outcome.output == 6
+
+
+def test_tool_specs_show_arguments() -> None:
+    spec = tool_spec(subtract)
+    assert spec.takes_json and spec.required == ("a", "b")
+    assert not tool_spec(search).takes_json
+
+
+def test_duplicate_names_and_non_tools_are_configuration_errors() -> None:
+    with pytest.raises(ConfigurationError, match="unique"):
+        ToolExecutor([search, search])
+    with pytest.raises(ConfigurationError, match="BaseTool or a function"):
+        as_tool("search")  # type: ignore[arg-type]
