@@ -191,7 +191,7 @@ def load_model(name: str | BaseChatModel | None = None, **options: Any) -> BaseC
     if name.startswith("gemini-"):
         return _load_gemini(name, options)
     if name == "local":
-        return _load_local(best_local_model(), options)
+        return _load_local(None, options)
     if kind == "local" and argument in LOCAL_WEIGHTS:
         return _load_local(argument, options)
     if kind == "gguf" and argument:
@@ -220,7 +220,7 @@ def _api_key(env: Mapping[str, str]) -> str | None:
 def _load_gemini(name: str, options: dict[str, Any]) -> BaseChatModel:
     from langchain_google_genai import ChatGoogleGenerativeAI
 
-    given = options.pop("google_api_key", None) or options.pop("api_key", None)
+    given = next((k for k in (options.pop("google_api_key", None), options.pop("api_key", None)) if k), None)
     key = given.get_secret_value() if isinstance(given, SecretStr) else given or _api_key(os.environ)
     if not key:
         raise ConfigurationError(
@@ -418,8 +418,10 @@ def _write_atomically(path: Path, data: bytes) -> None:
     os.replace(temp_name, path)
 
 
-def _load_local(which: str, options: dict[str, Any]) -> BaseChatModel:
+def _load_local(which: str | None, options: dict[str, Any]) -> BaseChatModel:
+    """Load ``LOCAL_WEIGHTS[which]``, or the best installed local model when ``which`` is None."""
     _require_local_extra()
+    which = which or best_local_model()
     weights = LOCAL_WEIGHTS[which]
     path = ensure_local_model(which, progress=options.pop("progress", None))
     if weights.chat_handler and "chat_format" not in options:

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
+from pydantic import SecretStr
 
 from explicit_react import models
 from explicit_react.errors import ConfigurationError
@@ -173,9 +174,11 @@ def test_gemini_key_never_shows_in_repr_or_str(monkeypatch: pytest.MonkeyPatch) 
     assert FAKE_KEY not in json.dumps(model.to_json(), default=str)
 
 
-def test_an_explicit_key_option_wins(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("option", ["google_api_key", "api_key"])
+@pytest.mark.parametrize("value", [FAKE_KEY, SecretStr(FAKE_KEY)])
+def test_an_explicit_key_option_wins(monkeypatch: pytest.MonkeyPatch, option: str, value: Any) -> None:
     monkeypatch.setenv("GOOGLE_API_KEY", "from-env")
-    model = load_model("gemini-2.5-flash", google_api_key=FAKE_KEY)
+    model = load_model("gemini-2.5-flash", **{option: value})
     assert model.google_api_key.get_secret_value() == FAKE_KEY  # type: ignore[attr-defined]
 
 
@@ -264,6 +267,8 @@ def test_local_with_no_weights_gives_every_install_command(monkeypatch: pytest.M
 @pytest.mark.parametrize("name", ["local", "local:gemma", "local:qwen"])
 def test_local_without_the_extra_says_which_pip_command(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
     monkeypatch.setattr(models, "LOCAL_EXTRA_MODULES", ("no_such_module_for_explicit_react",))
+    monkeypatch.setitem(models.LOCAL_WEIGHTS, "qwen", missing_weights("qwen"))
+    monkeypatch.setitem(models.LOCAL_WEIGHTS, "gemma", missing_weights("gemma"))
     with pytest.raises(ConfigurationError) as error:
         load_model(name)
     assert LOCAL_EXTRA_INSTALL in str(error.value)
