@@ -389,6 +389,7 @@ def join_parts(parts: Sequence[Path], target: Path, *, progress: bool = False) -
                         advance(len(block))
             out.flush()
             os.fsync(out.fileno())
+        os.chmod(temp_name, 0o644)  # mkstemp makes it private; weights are not secret
         os.replace(temp_name, target)
     except BaseException:
         Path(temp_name).unlink(missing_ok=True)
@@ -415,6 +416,7 @@ def _write_atomically(path: Path, data: bytes) -> None:
     handle, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
     with os.fdopen(handle, "wb") as out:
         out.write(data)
+    os.chmod(temp_name, 0o644)
     os.replace(temp_name, path)
 
 

@@ -378,6 +378,7 @@ def test_assembly_joins_the_parts_in_order_and_records_the_checksum(
     digest = hashlib.sha256(b"".join(chunks)).hexdigest()
     assert path.with_name("qwen.gguf.sha256").read_text() == f"{digest}  qwen.gguf\n"
     assert sorted(p.name for p in path.parent.iterdir()) == ["qwen.gguf", "qwen.gguf.sha256"]
+    assert all(p.stat().st_mode & 0o777 == 0o644 for p in path.parent.iterdir())
 
 
 def test_assembly_uses_the_cache_env_variable(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
