@@ -8,7 +8,6 @@ answer is right.
 from __future__ import annotations
 
 import importlib.util
-import time
 from typing import Any
 
 import pytest
@@ -84,9 +83,7 @@ def test_the_agent_loop_runs_on_the_real_model(gemma: BaseChatModel) -> None:
     from explicit_react.tools import calculator
 
     agent = ExplicitReActAgent(gemma, [calculator], max_iterations=3)
-    started = time.monotonic()
     result = agent.run("What is 12 * 7?")
-    elapsed = time.monotonic() - started
 
     assert isinstance(result.stop_reason, StopReason)
     assert isinstance(result.answer, str)
@@ -99,4 +96,3 @@ def test_the_agent_loop_runs_on_the_real_model(gemma: BaseChatModel) -> None:
     else:  # a stated reason, e.g. the iteration budget ran out
         assert result.stop_reason is not StopReason.SUCCESS
         assert result.error
-    assert elapsed < 60
