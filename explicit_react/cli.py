@@ -1,0 +1,335 @@
+"""The ``explicit-react`` command: ask one question, or chat, with Gemini, a local model or a script.
+
+This is the only module that chooses concrete models and tools. The answer goes to stdout; the
+live trace, the spinner and every message go to stderr. Exit codes: 0 answered, 1 the run stopped
+without an answer (a limit, a loop, a model failure), 2 a usage or configuration mistake.
+Heavy modules (LangChain, the agent, rich) are imported only once a command runs, so
+``explicit-react --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+if TYPE_CHECKING:
+    from langchain_core.tools import BaseTool
+    from rich.console import Console
+
+    from explicit_react.agent import ExplicitReActAgent
+    from explicit_react.types import AgentResult
+
+EXIT_ANSWERED = 0
+EXIT_STOPPED = 1
+EXIT_USAGE = 2
+
+PROG = "explicit-react"
+DEFAULT_TOOLS = "web_search,python_repl"
+TOOL_NAMES = ("web_search", "calculator", "python_repl", "search", "files:DIR", "knowledge:PATH")
+CHAT_EXIT_WORDS = frozenset({"/exit", "/quit"})
+
+EPILOG = """\
+examples:
+  explicit-react "What is 12% of the population of Paris?"
+  explicit-react ask --model local --tools calculator,search "What is 17 * 23?"
+  explicit-react --tools files:. "Which file defines main()?"
+  explicit-react --json --trace run.jsonl "Who wrote the ReAct paper?"
+  explicit-react --allow search --max-tool-calls 3 --max-seconds 30 --tools search,calculator "..."
+  explicit-react chat --model gemini-2.5-flash
+
+models (--model): gemini-* (needs GOOGLE_API_KEY or GEMINI_API_KEY), local, local:qwen,
+  local:gemma, gguf:PATH, scripted:FILE. Default: Gemini when a key is set, else a local model.
+tools (--tools): web_search, calculator, python_repl, search (offline mock), files:DIR,
+  knowledge:PATH (a .txt/.md file or a folder of them); "none" for no tools.
+exit codes: 0 answered, 1 stopped without an answer, 2 usage or configuration error.
+"""
+
+
+class UsageError(Exception):
+    """A mistake on the command line; the message is shown as one line and the exit code is 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage mistake is one line on stderr (not the whole usage block)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see {PROG} --help)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line: ``[ask] QUESTION`` or ``chat``, with the model, tool and guardrail options."""
+    parser = _Parser(
+        prog=PROG,
+        usage=f"{PROG} [ask] QUESTION [options]\n       {PROG} chat [options]",
+        description="Answer a question with an explicit ReAct agent (Thought -> Action -> Observation).",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("words", nargs="*", metavar="QUESTION", help="the question (or `chat`)")
+
+    agent = parser.add_argument_group("model and tools")
+    agent.add_argument("--model", help="model name (default: Gemini if a key is set, else local)")
+    agent.add_argument(
+        "--tools", default=DEFAULT_TOOLS, help=f"comma-separated tools (default: {DEFAULT_TOOLS})"
+    )
+    agent.add_argument("--context", default="", help="background text the agent should use")
+    agent.add_argument(
+        "--mode",
+        choices=("text", "tool_calling"),
+        default="text",
+        help="text: the ReAct text protocol (any model); tool_calling: the model's native tool calls",
+    )
+
+    limits = parser.add_argument_group("guardrails")
+    limits.add_argument("--max-iterations", type=int, help="most model turns (default 5)")
+    limits.add_argument("--max-tool-calls", type=int, help="most tool calls in a run")
+    limits.add_argument("--max-seconds", type=float, help="wall-clock budget of a run")
+    limits.add_argument("--max-tokens", type=int, help="token budget of a run")
+    limits.add_argument("--allow", metavar="TOOL,...", help="only these tools may run")
+    limits.add_argument("--tool-timeout", type=float, help="seconds one tool call may take")
+    limits.add_argument("--llm-timeout", type=float, help="seconds one model call may take")
+    limits.add_argument("--max-retries", type=int, help="retries of a failed model call (default 2)")
+    limits.add_argument(
+        "--on-limit",
+        choices=("generate", "force"),
+        help="at a limit: ask once more for an answer (generate, default) or just stop (force)",
+    )
+
+    output = parser.add_argument_group("output")
+    output.add_argument(
+        "--verbose",
+        dest="verbose",
+        action="store_true",
+        default=True,
+        help="show each Thought / Action / Observation on stderr (default)",
+    )
+    output.add_argument("--quiet", "-q", dest="verbose", action="store_false", help="show only the answer")
+    output.add_argument("--json", action="store_true", help="print the whole result as JSON on stdout")
+    output.add_argument("--trace", metavar="FILE", help="append one JSON line per step to FILE")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command; returns the exit code (0 answered, 1 stopped, 2 usage or configuration error)."""
+    try:
+        try:
+            args = build_parser().parse_intermixed_args(argv)
+        except SystemExit as done:  # --help
+            return int(done.code or 0)
+        command, question = _command(args.words)
+        agent = build_agent(args)
+    except (UsageError, ValueError) as error:  # ValueError: ConfigurationError and its kin
+        return _fail(str(error))
+    try:
+        if command == "chat":
+            return chat(agent, args)
+        return ask(agent, question, args)
+    except KeyboardInterrupt:
+        print(file=sys.stderr)
+        return 130
+
+
+def _fail(message: str) -> int:
+    print(f"{PROG}: error: {' '.join(message.split())}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _command(words: Sequence[str]) -> tuple[str, str]:
+    """``("ask", question)`` or ``("chat", "")`` from the positional words."""
+    if words and words[0] == "chat":
+        if len(words) > 1:
+            raise UsageError("chat takes no question; type your questions after it starts")
+        return "chat", ""
+    if words and words[0] == "ask":
+        words = words[1:]
+    question = " ".join(words).strip()
+    if not question:
+        raise UsageError(f'give a question, e.g. {PROG} "What is 2 + 2?", or start {PROG} chat')
+    return "ask", question
+
+
+# --- building the agent --------------------------------------------------------------------------
+
+
+def _split(spec: str) -> list[str]:
+    return [part.strip() for part in spec.split(",") if part.strip()]
+
+
+def build_tools(spec: str) -> list[BaseTool]:
+    """The tools named in a comma-separated ``--tools`` value; ``UsageError`` for an unknown one."""
+    from explicit_react import tools
+
+    built: list[BaseTool] = []
+    for name in _split(spec):
+        kind, _, argument = name.partition(":")
+        if name == "none":
+            continue
+        if name == "web_search":
+            built.append(tools.WebSearchTool())
+        elif name == "calculator":
+            built.append(tools.CalculatorTool())
+        elif name in ("python_repl", "python"):
+            built.append(tools.PythonREPLTool())
+        elif name == "search":
+            built.append(tools.MockSearchTool())
+        elif kind == "files" and argument:
+            if not Path(argument).expanduser().is_dir():
+                raise UsageError(f"--tools files:{argument}: no such directory")
+            built.extend(tools.file_tools(Path(argument).expanduser()))
+        elif kind == "knowledge" and argument:
+            built.append(_knowledge_tool(argument))
+        else:
+            raise UsageError(f"unknown tool {name!r} in --tools; valid: {', '.join(TOOL_NAMES)}")
+    return built
+
+
+def _knowledge_tool(location: str) -> BaseTool:
+    from explicit_react.tools import KnowledgeBaseTool
+
+    path = Path(location).expanduser()
+    if path.is_dir():
+        return KnowledgeBaseTool.from_folder(path)
+    if path.is_file():
+        text = path.read_text(encoding="utf-8", errors="replace")
+        return KnowledgeBaseTool([{"content": text, "source": path.name}])
+    raise UsageError(f"--tools knowledge:{location}: no such file or directory")
+
+
+def load_named_model(name: str | None) -> Any:
+    """The chat model for ``--model`` (or the default one); ``UsageError`` when none is configured."""
+    from explicit_react import models
+
+    name = name or models.default_model_name()
+    if name is None:
+        raise UsageError(models.NO_MODEL_MESSAGE)
+    return models.load_model(name)
+
+
+def build_agent(args: argparse.Namespace) -> ExplicitReActAgent:
+    """The agent the options describe, with the live trace on stderr unless ``--quiet``."""
+    tools = build_tools(args.tools)
+    llm = load_named_model(args.model)
+    from explicit_react.agent import ExplicitReActAgent
+
+    options: dict[str, Any] = {
+        "max_iterations": args.max_iterations,
+        "max_tool_calls": args.max_tool_calls,
+        "max_seconds": args.max_seconds,
+        "max_tokens": args.max_tokens,
+        "allowed_tools": _split(args.allow) if args.allow is not None else None,
+        "tool_timeout": args.tool_timeout,
+        "llm_timeout": args.llm_timeout,
+        "max_retries": args.max_retries,
+        "on_limit": args.on_limit,
+    }
+    options = {key: value for key, value in options.items() if value is not None}
+    if args.mode != "text":
+        options["mode"] = args.mode
+    listeners = [LiveTrace()] if args.verbose else []
+    return ExplicitReActAgent(llm, tools, trace_path=args.trace, listeners=listeners, **options)
+
+
+# --- the trace with a spinner --------------------------------------------------------------------
+
+
+def _console() -> Console:
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False)
+
+
+class LiveTrace:
+    """The coloured trace (``display.TracePrinter``) plus a spinner while the model and tool work.
+
+    The spinner only runs on a terminal; piped stderr gets the plain trace.
+    """
+
+    def __init__(self, console: Console | None = None) -> None:
+        from explicit_react.display import TracePrinter
+
+        self.console = console or _console()
+        self.printer = TracePrinter(self.console)
+        self._status: Any = None
+
+    def on_turn_start(self, turn: int, max_turns: int) -> None:
+        """Show a spinner until the step (or the run) is done."""
+        self.stop_spinner()
+        if self.console.is_terminal:
+            self._status = self.console.status(f"Thinking (turn {turn}/{max_turns})...", spinner="dots")
+            self._status.start()
+
+    def on_step(self, step: Any, turn: int, max_turns: int) -> None:
+        """Stop the spinner, print the step."""
+        self.stop_spinner()
+        self.printer.on_step(step, turn, max_turns)
+
+    def on_result(self, result: AgentResult) -> None:
+        """Stop the spinner, print the answer or the stop reason."""
+        self.stop_spinner()
+        self.printer.on_result(result)
+
+    def stop_spinner(self) -> None:
+        """Stop the spinner if it runs (also called when a run is interrupted)."""
+        if self._status is not None:
+            self._status.stop()
+            self._status = None
+
+
+# --- the two commands ----------------------------------------------------------------------------
+
+
+def _run(agent: ExplicitReActAgent, question: str, context: str) -> AgentResult:
+    try:
+        return agent.run(question, context)
+    finally:
+        for listener in agent.listeners:
+            if isinstance(listener, LiveTrace):
+                listener.stop_spinner()
+
+
+def _print_result(result: AgentResult, as_json: bool, indent: int | None = 2) -> None:
+    if as_json:
+        print(json.dumps(result.to_dict(), ensure_ascii=False, indent=indent))
+    else:
+        print(result.answer)
+    sys.stdout.flush()
+
+
+def ask(agent: ExplicitReActAgent, question: str, args: argparse.Namespace) -> int:
+    """Answer one question; exit code 0 when the model answered, 1 when the run stopped."""
+    result = _run(agent, question, args.context)
+    _print_result(result, args.json)
+    if not result.success and not args.verbose:
+        print(f"{PROG}: stopped ({result.stop_reason.value}): {result.error or ''}", file=sys.stderr)
+    return EXIT_ANSWERED if result.success else EXIT_STOPPED
+
+
+def chat(agent: ExplicitReActAgent, args: argparse.Namespace) -> int:
+    """Answer questions read from stdin until EOF or ``/exit``, each with the conversation so far."""
+    from explicit_react.qa import format_context
+
+    interactive = sys.stdin.isatty()
+    if interactive:
+        print("Ask a question (/exit or Ctrl-D to leave).", file=sys.stderr)
+    history: list[dict[str, str]] = []
+    while True:
+        if interactive:
+            print("you> ", end="", file=sys.stderr, flush=True)
+        line = sys.stdin.readline()
+        if not line:
+            break
+        question = line.strip()
+        if not question:
+            continue
+        if question in CHAT_EXIT_WORDS:
+            break
+        turns = format_context(history) if history else ""
+        context = "\n\n".join(part for part in (args.context, turns) if part)
+        result = _run(agent, question, context)
+        _print_result(result, args.json, indent=None)  # one JSON line per answer
+        history += [{"role": "user", "content": question}, {"role": "assistant", "content": result.answer}]
+    return EXIT_ANSWERED

@@ -1,0 +1,371 @@
+"""The ``explicit-react`` command, driven through ``main([...])`` with scripted models."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from explicit_react import cli, models
+from explicit_react.testing import ScriptedChatModel
+from explicit_react.types import Step
+from tests.helpers import action, final
+
+
+def script(tmp_path: Path, *replies: str) -> str:
+    """A ``scripted:FILE`` model name whose file holds ``replies`` as a JSON list."""
+    path = tmp_path / "script.json"
+    path.write_text(json.dumps(list(replies)), encoding="utf-8")
+    return f"scripted:{path}"
+
+
+@pytest.fixture
+def loaded(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Every model the CLI loads, so a test can read the prompts it received."""
+    seen: list[Any] = []
+    real = models.load_model
+
+    def recording(name: Any = None, **options: Any) -> Any:
+        model = real(name, **options)
+        seen.append(model)
+        return model
+
+    monkeypatch.setattr(models, "load_model", recording)
+    return seen
+
+
+PARIS = (
+    action("search", "population of Paris", "I need the population of Paris."),
+    final("About 2.1 million people live in Paris."),
+)
+
+
+def assert_one_line_error(err: str, *fragments: str) -> None:
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert lines[0].startswith("explicit-react: error:")
+    assert "Traceback" not in err
+    for fragment in fragments:
+        assert fragment in lines[0]
+
+
+# --- a question --------------------------------------------------------------------------------
+
+
+def test_answer_goes_to_stdout_and_the_trace_to_stderr(tmp_path: Path, capsys: Any) -> None:
+    code = cli.main(["--model", script(tmp_path, *PARIS), "--tools", "search", "How many live in Paris?"])
+    out, err = capsys.readouterr()
+    assert code == 0
+    assert out == "About 2.1 million people live in Paris.\n"
+    assert "Action (turn 1/5):" in err and "search" in err
+    assert "Observation:" in err and "2100000" in err
+    assert "Final Answer:" in err
+
+
+def test_ask_subcommand_and_quiet(tmp_path: Path, capsys: Any) -> None:
+    code = cli.main(["ask", "--quiet", "--model", script(tmp_path, *PARIS), "--tools", "search", "Paris?"])
+    out, err = capsys.readouterr()
+    assert code == 0
+    assert out.strip() == "About 2.1 million people live in Paris."
+    assert err == ""
+
+
+def test_question_words_are_joined(tmp_path: Path, loaded: list[Any], capsys: Any) -> None:
+    cli.main(["-q", "--model", script(tmp_path, final("4")), "--tools", "none", "what", "is", "2+2?"])
+    assert "Question: what is 2+2?" in loaded[0].calls[0].prompt
+
+
+def test_json_output_has_the_steps(tmp_path: Path, capsys: Any) -> None:
+    code = cli.main(["--json", "-q", "--model", script(tmp_path, *PARIS), "--tools", "search", "Paris?"])
+    out, _ = capsys.readouterr()
+    data = json.loads(out)
+    assert code == 0
+    assert data["success"] is True
+    assert data["stop_reason"] == "success"
+    assert data["answer"] == "About 2.1 million people live in Paris."
+    assert [step["action"] for step in data["steps"]] == ["search"]
+    assert data["steps"][0]["observation"] == "The population of Paris is about 2100000."
+
+
+def test_trace_file_has_a_line_per_step_and_the_result(tmp_path: Path, capsys: Any) -> None:
+    trace = tmp_path / "run.jsonl"
+    code = cli.main(
+        ["-q", "--trace", str(trace), "--model", script(tmp_path, *PARIS), "--tools", "search", "Paris?"]
+    )
+    records = [json.loads(line) for line in trace.read_text(encoding="utf-8").splitlines()]
+    assert code == 0
+    assert [r["event"] for r in records] == ["step", "result"]
+    assert records[0]["action_input"] == "population of Paris"
+    assert records[1]["stop_reason"] == "success"
+
+
+def test_context_reaches_the_prompt(tmp_path: Path, loaded: list[Any], capsys: Any) -> None:
+    cli.main(
+        [
+            "-q",
+            "--model",
+            script(tmp_path, final("Blue.")),
+            "--tools",
+            "none",
+            "--context",
+            "The sky is blue.",
+            "Sky?",
+        ]
+    )
+    assert "The sky is blue." in loaded[0].calls[0].prompt
+
+
+def test_iteration_limit_exits_1_with_the_stop_reason(tmp_path: Path, capsys: Any) -> None:
+    replies = [action("search", f"population of place {i}") for i in range(2)]
+    code = cli.main(
+        [
+            "--model",
+            script(tmp_path, *replies),
+            "--tools",
+            "search",
+            "--max-iterations",
+            "2",
+            "--on-limit",
+            "force",
+            "?",
+        ]
+    )
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert out.strip() == "I could not find an answer within the allowed number of steps."
+    assert "Stopped (max_iterations)" in err
+
+
+def test_answer_at_the_limit_is_printed_but_still_exits_1(tmp_path: Path, capsys: Any) -> None:
+    replies = [action("search", "population of Paris"), final("Roughly 2.1 million.")]
+    code = cli.main(
+        ["-q", "--model", script(tmp_path, *replies), "--tools", "search", "--max-iterations", "1", "?"]
+    )
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert out.strip() == "Roughly 2.1 million."
+    assert "stopped (max_iterations)" in err
+
+
+def test_guardrail_options_reach_the_agent(tmp_path: Path, capsys: Any) -> None:
+    replies = [action("calculator", "2+2"), final("4")]
+    code = cli.main(
+        [
+            "-q",
+            "--json",
+            "--model",
+            script(tmp_path, *replies),
+            "--tools",
+            "search,calculator",
+            "--allow",
+            "search",
+            "--max-tool-calls",
+            "3",
+            "?",
+        ]
+    )
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert data["steps"][0]["error"] == "tool_denied"
+    assert "not allowed" in data["steps"][0]["observation"]
+
+
+def test_tool_call_budget(tmp_path: Path, capsys: Any) -> None:
+    replies = [action("search", "population of Paris"), action("search", "population of France")]
+    code = cli.main(
+        [
+            "-q",
+            "--json",
+            "--model",
+            script(tmp_path, *replies),
+            "--tools",
+            "search",
+            "--max-tool-calls",
+            "1",
+            "--on-limit",
+            "force",
+            "?",
+        ]
+    )
+    data = json.loads(capsys.readouterr().out)
+    assert code == 1
+    assert data["stop_reason"] == "max_tool_calls"
+
+
+def test_a_failing_model_exits_1(tmp_path: Path, capsys: Any) -> None:
+    code = cli.main(
+        [
+            "-q",
+            "--model",
+            script(tmp_path, action("search", "x")),
+            "--tools",
+            "search",
+            "--max-retries",
+            "0",
+            "?",
+        ]
+    )
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert out.strip() == "I could not answer because the language model failed."
+    assert "llm_error" in err
+    assert "Traceback" not in err
+
+
+def test_tool_calling_mode(tmp_path: Path, capsys: Any) -> None:
+    code = cli.main(
+        ["-q", "--mode", "tool_calling", "--model", script(tmp_path, "Paris."), "--tools", "search", "?"]
+    )
+    assert code == 0
+    assert capsys.readouterr().out.strip() == "Paris."
+
+
+# --- mistakes: exit 2, one line, no traceback ------------------------------------------------
+
+
+def test_unknown_model(capsys: Any) -> None:
+    assert cli.main(["--model", "gpt-banana", "hello"]) == 2
+    assert_one_line_error(capsys.readouterr().err, "Unknown model 'gpt-banana'")
+
+
+def test_missing_script_file(tmp_path: Path, capsys: Any) -> None:
+    assert cli.main(["--model", f"scripted:{tmp_path / 'nope.json'}", "hello"]) == 2
+    assert_one_line_error(capsys.readouterr().err, "no such file")
+
+
+@pytest.mark.parametrize(
+    ("spec", "fragment"),
+    [
+        ("search,bogus", "unknown tool 'bogus'"),
+        ("files:/definitely/not/here", "no such directory"),
+        ("knowledge:/definitely/not/here.md", "no such file or directory"),
+        ("files:", "unknown tool 'files:'"),
+    ],
+)
+def test_bad_tool_spec(tmp_path: Path, capsys: Any, spec: str, fragment: str) -> None:
+    assert cli.main(["--model", script(tmp_path, final("x")), "--tools", spec, "hello"]) == 2
+    assert_one_line_error(capsys.readouterr().err, fragment)
+
+
+def test_allow_names_a_tool_that_does_not_exist(tmp_path: Path, capsys: Any) -> None:
+    assert cli.main(["--model", script(tmp_path, final("x")), "--tools", "search", "--allow", "rm", "?"]) == 2
+    assert_one_line_error(capsys.readouterr().err, "allowed_tools")
+
+
+def test_bad_limit(tmp_path: Path, capsys: Any) -> None:
+    assert cli.main(["--model", script(tmp_path, final("x")), "--max-iterations", "0", "?"]) == 2
+    assert_one_line_error(capsys.readouterr().err, "max_iterations")
+
+
+def test_no_model_configured(monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
+    monkeypatch.setattr(models, "default_model_name", lambda: None)
+    assert cli.main(["--tools", "search", "hello"]) == 2
+    assert_one_line_error(capsys.readouterr().err, "No model is configured")
+
+
+def test_gemini_without_a_key(monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
+    for variable in models.API_KEY_VARIABLES:
+        monkeypatch.delenv(variable, raising=False)
+    assert cli.main(["--model", "gemini-2.5-flash", "--tools", "search", "hello"]) == 2
+    assert_one_line_error(capsys.readouterr().err, "GOOGLE_API_KEY")
+
+
+@pytest.mark.parametrize(
+    ("argv", "fragment"),
+    [
+        ([], "give a question"),
+        (["ask"], "give a question"),
+        (["--max-iterations", "many", "?"], "invalid int value"),
+        (["--on-limit", "panic", "?"], "invalid choice"),
+        (["--frobnicate", "?"], "unrecognized arguments"),
+        (["chat", "extra"], "chat takes no question"),
+    ],
+)
+def test_usage_errors(capsys: Any, argv: list[str], fragment: str) -> None:
+    assert cli.main(argv) == 2
+    assert_one_line_error(capsys.readouterr().err, fragment)
+
+
+def test_help_has_examples(capsys: Any) -> None:
+    assert cli.main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert "examples:" in out
+    assert 'explicit-react "' in out
+    assert "explicit-react chat" in out
+    assert "--max-tool-calls" in out
+
+
+# --- chat ------------------------------------------------------------------------------------
+
+
+def test_chat_keeps_the_conversation(
+    tmp_path: Path, loaded: list[Any], monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    monkeypatch.setattr(
+        "sys.stdin", io.StringIO("Capital of France?\n\nHow many live there?\n/exit\nnot read\n")
+    )
+    model = script(tmp_path, final("Paris."), final("About 2.1 million."))
+    code = cli.main(["chat", "-q", "--model", model, "--tools", "search"])
+    out, _ = capsys.readouterr()
+    assert code == 0
+    assert out.splitlines() == ["Paris.", "About 2.1 million."]
+    scripted: ScriptedChatModel = loaded[0]
+    first, second = (call.prompt for call in scripted.calls)
+    assert "Conversation so far" not in first
+    assert "User: Capital of France?" in second
+    assert "Assistant: Paris." in second
+    assert "Question: How many live there?" in second
+    scripted.assert_all_used()
+
+
+def test_chat_json_lines_until_eof(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO("one\ntwo"))
+    code = cli.main(
+        ["chat", "-q", "--json", "--model", script(tmp_path, final("1"), final("2")), "--tools", "none"]
+    )
+    lines = capsys.readouterr().out.splitlines()
+    assert code == 0
+    assert [json.loads(line)["answer"] for line in lines] == ["1", "2"]
+
+
+# --- tools and the live trace ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("spec", "names"),
+    [
+        ("web_search,python_repl", ["web_search", "python_repl"]),
+        ("calculator, search", ["calculator", "search"]),
+        ("none", []),
+        ("", []),
+    ],
+)
+def test_build_tools(spec: str, names: list[str]) -> None:
+    assert [t.name for t in cli.build_tools(spec)] == names
+
+
+def test_build_file_and_knowledge_tools(tmp_path: Path) -> None:
+    (tmp_path / "notes.md").write_text("The launch code word is marmalade.", encoding="utf-8")
+    file_names = [t.name for t in cli.build_tools(f"files:{tmp_path}")]
+    assert file_names == ["read_file", "grep", "search_files", "write_file", "edit_file"]
+    (knowledge,) = cli.build_tools(f"knowledge:{tmp_path / 'notes.md'}")
+    assert "marmalade" in knowledge.invoke({"query": "launch code word"})
+    (folder,) = cli.build_tools(f"knowledge:{tmp_path}")
+    assert "[notes.md]" in folder.invoke({"query": "marmalade"})
+
+
+def test_live_trace_spins_only_on_a_terminal() -> None:
+    terminal = cli.LiveTrace(Console(file=io.StringIO(), force_terminal=True))
+    terminal.on_turn_start(1, 5)
+    assert terminal._status is not None
+    terminal.on_step(Step("t", "search", "q", "obs"), 1, 5)
+    assert terminal._status is None
+    assert "Observation:" in terminal.console.file.getvalue()  # type: ignore[attr-defined]
+
+    piped = cli.LiveTrace(Console(file=io.StringIO(), force_terminal=False))
+    piped.on_turn_start(1, 5)
+    assert piped._status is None
