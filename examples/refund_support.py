@@ -18,19 +18,16 @@ POLICIES = {"refund": "Pro monthly plans are refundable within 14 days of the fi
 @tool
 def get_user_profile(user_id: int) -> str:
     """The customer's name and plan."""
-    user = USERS.get(user_id)
-    return f"{user['name']}, plan {user['plan']}" if user else f"Error: no user {user_id}"
+    return (
+        f"{USERS[user_id]['name']}, plan {USERS[user_id]['plan']}"  # a KeyError becomes an Error: observation
+    )
 
 
 @tool
 def get_user_billing(user_id: int) -> str:
     """The customer's price and the days since their first payment."""
-    user = USERS.get(user_id)
-    return (
-        f"{user['price_usd']} USD, first payment {user['days_since_payment']} days ago"
-        if user
-        else "Error: no user"
-    )
+    user = USERS[user_id]
+    return f"{user['price_usd']} USD, first payment {user['days_since_payment']} days ago"
 
 
 @tool
