@@ -313,11 +313,12 @@ def test_async_iter_and_batch() -> None:
         return [chunk async for chunk in mine.iter({"input": "France?"})]
 
     assert [list(c) for c in asyncio.run(collect())][-1] == ["output", "messages"]
-    llm = ScriptedChatModel([answer("one"), answer("two")])
+    llm = ScriptedChatModel([answer("one"), answer("two"), answer("three")])
     executor = AgentExecutor(agent=create_react_agent(llm, TOOLS, HUB_REACT_PROMPT), tools=TOOLS)
     outputs = executor.batch([{"input": "a"}, {"input": "b"}], {"max_concurrency": 1})
     assert [o["output"] for o in outputs] == ["one", "two"]
     assert [o["input"] for o in outputs] == ["a", "b"]
+    assert executor.invoke("c") == {"input": "c", "output": "three"}  # the classic cannot take a string here
 
 
 def test_drives_an_agent_built_by_langchain_classic() -> None:
@@ -407,13 +408,15 @@ def test_our_parser_is_a_drop_in_for_the_classic_stack() -> None:
 
 
 # -- Where we are better: the classic misbehaves, ours does the right thing ----------------------
-def test_generate_gives_a_final_answer_at_the_limit() -> None:
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_generate_gives_a_final_answer_at_the_limit(mode: str) -> None:
     script = [act("search", "population of France"), answer("about 68 million")]
     theirs, _ = classic(script, max_iterations=1, early_stopping_method="generate")
     with pytest.raises(ValueError, match="unsupported early_stopping_method"):
         theirs.invoke({"input": "France?"})
     mine, llm = ours(script, max_iterations=1, early_stopping_method="generate")
-    assert mine.invoke({"input": "France?"})["output"] == "about 68 million"
+    run = mine.invoke if mode == "sync" else lambda x: asyncio.run(mine.ainvoke(x))
+    assert run({"input": "France?"})["output"] == "about 68 million"
     assert llm.calls[-1].prompt.rstrip().endswith(f"68000000\n\n{FINAL_ANSWER_NOTE}\nThought:")
     assert mine.last_stop_reason is StopReason.MAX_ITERATIONS
     llm.assert_all_used()
@@ -582,3 +585,15 @@ def test_the_swap_example_runs_offline() -> None:
         [sys.executable, str(example)], capture_output=True, text=True, check=True, timeout=60
     )
     assert "Paris" in out.stdout
+
+
+def test_classic_agent_gets_json_arguments_loose_names_and_run_info() -> None:
+    agent = classic_create_react_agent(
+        ScriptedChatModel([act("Subtract", '{"a": 10, "b": 4}'), answer("6")]), TOOLS, HUB_REACT_PROMPT
+    )
+    executor = AgentExecutor(agent=agent, tools=TOOLS, return_intermediate_steps=True)
+    result = executor.invoke({"input": "10 - 4?"}, include_run_info=True)
+    assert trajectory(result) == [("Subtract", '{"a": 10, "b": 4}', 6)]
+    assert result["__run"].run_id is not None
+    only, _ = ours([answer("x")])
+    assert only.invoke({"input": "q"}, return_only_outputs=True) == {"output": "x"}
