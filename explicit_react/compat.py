@@ -467,7 +467,7 @@ class AgentExecutor(Runnable[dict[str, Any], dict[str, Any]]):
                 stop = ended
                 break
         if run.finish is None:
-            self._end(run, self._stopped_response(run, stop), stop)
+            self._end(run, self._stopped_response(run), stop)
 
     async def _aloop(self, run: _Run) -> AsyncIterator[Event]:
         """Async twin of ``_loop``."""
@@ -497,7 +497,7 @@ class AgentExecutor(Runnable[dict[str, Any], dict[str, Any]]):
                 stop = ended
                 break
         if run.finish is None:
-            self._end(run, await self._astopped_response(run, stop), stop)
+            self._end(run, await self._astopped_response(run), stop)
 
     def _stop_before_turn(self, run: _Run) -> StopReason | None:
         if run.guard.deadline.expired():
@@ -672,7 +672,7 @@ class AgentExecutor(Runnable[dict[str, Any], dict[str, Any]]):
             steps[-1] = (action, f"{observation}\n\n{FINAL_ANSWER_NOTE}")
         return steps
 
-    def _stopped_response(self, run: _Run, stop: StopReason) -> AgentFinish:
+    def _stopped_response(self, run: _Run) -> AgentFinish:
         """At a limit: the force text, or (``"generate"``) the agent's answer from one more call."""
         steps = self._final_call_steps(run)
         if steps is not None:
@@ -684,7 +684,7 @@ class AgentExecutor(Runnable[dict[str, Any], dict[str, Any]]):
                 return planned
         return AgentFinish({"output": FORCE_STOP_TEXT}, "")
 
-    async def _astopped_response(self, run: _Run, stop: StopReason) -> AgentFinish:
+    async def _astopped_response(self, run: _Run) -> AgentFinish:
         steps = self._final_call_steps(run)
         if steps is not None:
             try:
