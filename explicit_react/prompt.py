@@ -114,9 +114,14 @@ def _context_block(context: str) -> str:
     return f"Context:\n{context}\n\n" if context else ""
 
 
+# Not "Continue with your Thought.": small models (Qwen2.5 1.5B) took that literally and ended their
+# turn after the Thought line, with no Action, turn after turn (bench/eval, docs/benchmarks.md).
+NEXT_REPLY = "Reply with a Thought, then an Action with its Action Input, or a Final Answer."
+
+
 def _steps_left_line(steps_left: int | None) -> str:
     if steps_left is None:
-        return "Continue with your Thought."
+        return NEXT_REPLY
     if steps_left <= 1:
         return "This is your last step: give your Final Answer unless one more Action is essential."
-    return f"You have {steps_left} steps left. Continue with your Thought."
+    return f"You have {steps_left} steps left. {NEXT_REPLY}"

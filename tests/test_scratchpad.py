@@ -56,7 +56,10 @@ def test_prompt_lists_tools_with_arguments_context_and_steps_left() -> None:
     assert "- search: Look things up." in system["content"]
     assert 'Action Input: {"path": string, "start": integer (optional)}' in system["content"]
     assert "Final Answer:" in system["content"] and "${" not in system["content"]
-    assert user["content"] == "Context:\nSome context\n\nQuestion: Why?\nThought: a\nYou have 3 steps left. Continue with your Thought."
+    assert user["content"] == (
+        "Context:\nSome context\n\nQuestion: Why?\nThought: a\nYou have 3 steps left. "
+        "Reply with a Thought, then an Action with its Action Input, or a Final Answer."
+    )
 
 
 def test_last_step_is_announced() -> None:

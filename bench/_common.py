@@ -1,0 +1,63 @@
+"""What every benchmark script shares: the machine description, medians, Markdown tables, JSON output."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import platform
+import statistics
+import subprocess
+from collections.abc import Sequence
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(__file__).resolve().parent / "results"
+PACKAGES = ("explicit-react", "langchain-core", "langchain-classic", "langgraph", "llama_cpp_python")
+
+
+def machine() -> dict[str, Any]:
+    """CPU model, cores, RAM, Python and the versions of the packages compared."""
+    cpu = ""
+    try:
+        lscpu = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
+        cpu = next((line.split(":", 1)[1].strip() for line in lscpu.splitlines() if "Model name" in line), "")
+    except OSError:
+        pass
+    ram_gb = None
+    with contextlib.suppress(ValueError, OSError, AttributeError):
+        ram_gb = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
+    versions = {}
+    for package in PACKAGES:
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = None
+    return {
+        "cpu": cpu or platform.processor(),
+        "cores": os.cpu_count(),
+        "ram_gb": ram_gb,
+        "python": platform.python_version(),
+        "packages": versions,
+    }
+
+
+def median(values: Sequence[float]) -> float:
+    """The median (``nan`` for no values)."""
+    return statistics.median(values) if values else float("nan")
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A Markdown table."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    """Write ``data`` (with the machine description added) as indented JSON."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        json.dumps({**data, "machine": machine()}, indent=1, default=str) + "\n", encoding="utf-8"
+    )

@@ -1,0 +1,242 @@
+"""Many questions at once: ``abatch`` wall time against the ideal, and memory per concurrent run.
+
+The model waits ``--delay`` seconds (50 ms) per call with ``asyncio.sleep``, like a remote API, and
+replies by question: first a ``lookup`` call, then, once the observation is in the prompt, the final
+answer. So one question costs exactly two model calls, and with ``c`` runs at a time the ideal wall
+time is ``ceil(questions / c) * 2 * delay``. Efficiency = ideal / measured: 100% means the framework
+adds nothing but waiting; the rest is CPU the framework spends per run, which concurrency cannot hide.
+
+Memory per concurrent run = the tracemalloc peak above the starting point during the batch, divided
+by the number of runs in flight (``c``). It is measured in a separate pass, because tracemalloc
+slows Python down and would spoil the timing.
+
+explicit_react's ``ExplicitReActAgent.abatch`` is compared with the classic ``AgentExecutor.abatch``
+(same model, tool and hub ReAct prompt), both with ``config={"max_concurrency": c}``.
+
+    python bench/concurrency.py [--questions 200] [--delay 0.05] [--quick] [--out PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import math
+import re
+import sys
+import time
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.tools import tool
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import RESULTS, median, table, write_json
+from overhead import HUB_REACT_PROMPT
+
+from explicit_react import ExplicitReActAgent
+
+_ITEM = re.compile(r"What is the value of item (\d+)\?")
+
+
+@tool
+def lookup(item: str) -> str:
+    """Look up the value of an item."""
+    return f"The value of {item.strip()} is 42."
+
+
+class QuestionKeyedModel(BaseChatModel):
+    """Waits ``delay`` seconds, then asks for a lookup, or answers once the lookup's result is in the prompt."""
+
+    delay: float = 0.05
+
+    @property
+    def _llm_type(self) -> str:
+        return "question-keyed"
+
+    def _reply(self, messages: list[BaseMessage]) -> ChatResult:
+        prompt = "\n".join(str(m.content) for m in messages)
+        match = _ITEM.search(prompt)
+        if match is None:
+            raise ValueError("no question in the prompt")
+        item = f"item {match[1]}"
+        if f"The value of {item} is" in prompt:
+            text = f"Thought: I now know the final answer\nFinal Answer: {item} is 42"
+        else:
+            text = f"Thought: I need to look this up.\nAction: lookup\nAction Input: {item}"
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
+
+    def _generate(
+        self, messages: list[BaseMessage], stop: list[str] | None = None, **kwargs: Any
+    ) -> ChatResult:
+        time.sleep(self.delay)
+        return self._reply(messages)
+
+    async def _agenerate(
+        self, messages: list[BaseMessage], stop: list[str] | None = None, **kwargs: Any
+    ) -> ChatResult:
+        await asyncio.sleep(self.delay)
+        return self._reply(messages)
+
+
+Batch = Callable[[list[str], int], Any]
+"""``batch(questions, concurrency)``: an awaitable that answers all the questions."""
+
+
+def explicit_batch(delay: float) -> Batch:
+    agent = ExplicitReActAgent(QuestionKeyedModel(delay=delay), [lookup], max_iterations=3)
+
+    async def batch(questions: list[str], concurrency: int) -> list[str]:
+        outputs = await agent.abatch(questions, config={"max_concurrency": concurrency})
+        return [o["output"] for o in outputs]
+
+    return batch
+
+
+def classic_batch(delay: float) -> Batch:
+    from langchain_classic.agents import AgentExecutor, create_react_agent
+    from langchain_core.prompts import PromptTemplate
+
+    model = QuestionKeyedModel(delay=delay)
+    agent = create_react_agent(model, [lookup], PromptTemplate.from_template(HUB_REACT_PROMPT))
+    executor = AgentExecutor(agent=agent, tools=[lookup], max_iterations=3)
+
+    async def batch(questions: list[str], concurrency: int) -> list[str]:
+        outputs = await executor.abatch(
+            [{"input": q} for q in questions], config={"max_concurrency": concurrency}
+        )
+        return [o["output"] for o in outputs]
+
+    return batch
+
+
+FRAMEWORKS: dict[str, Callable[[float], Batch]] = {
+    "explicit_react": explicit_batch,
+    "classic AgentExecutor": classic_batch,
+}
+
+
+def questions(n: int) -> list[str]:
+    return [f"What is the value of item {i}?" for i in range(n)]
+
+
+def check(name: str, outputs: list[str], n: int) -> None:
+    """Every run must have answered its own question, or the timing means nothing."""
+    wrong = [i for i, out in enumerate(outputs) if out != f"item {i} is 42"]
+    if len(outputs) != n or wrong:
+        raise RuntimeError(f"{name}: {len(wrong)} wrong answers, e.g. {outputs[wrong[0]]!r}")
+
+
+def timed(name: str, batch: Batch, n: int, concurrency: int) -> float:
+    gc.collect()
+    began = time.perf_counter()
+    outputs = asyncio.run(batch(questions(n), concurrency))
+    seconds = time.perf_counter() - began
+    check(name, outputs, n)
+    return seconds
+
+
+def peak_memory(batch: Batch, n: int, concurrency: int) -> int:
+    """Bytes allocated at the peak of the batch, above what was allocated when it started."""
+    gc.collect()
+    tracemalloc.start()
+    start, _ = tracemalloc.get_traced_memory()
+    asyncio.run(batch(questions(n), concurrency))
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return peak - start
+
+
+def measure(n: int, delay: float, levels: list[int], repeats: int) -> list[dict[str, Any]]:
+    batches = {name: make(delay) for name, make in FRAMEWORKS.items()}
+    for name, batch in batches.items():  # warm-up
+        timed(name, batch, min(n, 10), 10)
+    rows = []
+    for concurrency in levels:
+        ideal = math.ceil(n / concurrency) * 2 * delay
+        times: dict[str, list[float]] = {name: [] for name in batches}
+        for _ in range(1 if concurrency == 1 else repeats):  # interleaved
+            for name, batch in batches.items():
+                times[name].append(timed(name, batch, n, concurrency))
+        for name, batch in batches.items():
+            seconds = median(times[name])
+            memory = peak_memory(batch, n, concurrency)
+            rows.append(
+                {
+                    "framework": name,
+                    "concurrency": concurrency,
+                    "ideal_seconds": ideal,
+                    "median_seconds": seconds,
+                    "samples": times[name],
+                    "efficiency": ideal / seconds,
+                    "questions_per_second": n / seconds,
+                    "peak_bytes": memory,
+                    "kib_per_concurrent_run": memory / min(concurrency, n) / 1024,
+                }
+            )
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--questions", type=int, default=200)
+    parser.add_argument("--delay", type=float, default=0.05, help="seconds the model waits per call")
+    parser.add_argument("--levels", default="1,10,50,200", help="concurrency levels, comma-separated")
+    parser.add_argument("--repeats", type=int, default=3, help="repetitions per level above 1")
+    parser.add_argument("--quick", action="store_true", help="10 questions, 5 ms, levels 1,5 (smoke test)")
+    parser.add_argument("--out", type=Path, default=RESULTS / "concurrency.json")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.questions, args.delay, args.levels, args.repeats = 10, 0.005, "1,5", 1
+    levels = [int(level) for level in args.levels.split(",")]
+    rows = measure(args.questions, args.delay, levels, args.repeats)
+    print(
+        f"abatch over {args.questions} questions, 2 model calls each, {args.delay * 1000:.0f} ms per call, "
+        f"median of {args.repeats}\n"
+    )
+    print(
+        table(
+            [
+                "framework",
+                "concurrency",
+                "ideal (s)",
+                "measured (s)",
+                "% of ideal",
+                "questions/s",
+                "KiB per concurrent run",
+            ],
+            [
+                [
+                    r["framework"],
+                    r["concurrency"],
+                    f"{r['ideal_seconds']:.2f}",
+                    f"{r['median_seconds']:.2f}",
+                    f"{100 * r['efficiency']:.0f}%",
+                    f"{r['questions_per_second']:.1f}",
+                    f"{r['kib_per_concurrent_run']:.0f}",
+                ]
+                for r in rows
+            ],
+        )
+    )
+    ours_at_50 = next(
+        (r for r in rows if r["framework"] == "explicit_react" and r["concurrency"] == 50), None
+    )
+    summary = {
+        "questions": args.questions,
+        "delay": args.delay,
+        "repeats": args.repeats,
+        "explicit_react_efficiency_at_50": ours_at_50["efficiency"] if ours_at_50 else None,
+        "target_met": ours_at_50["efficiency"] >= 0.9 if ours_at_50 else None,
+    }
+    write_json(args.out, {"summary": summary, "rows": rows})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

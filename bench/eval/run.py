@@ -1,0 +1,356 @@
+"""Answer the development question set with a real model, through explicit_react and the classic agent.
+
+Both frameworks get the same model object, the same tools (``knowledge_search`` over ``kb/`` and
+``calculator``) and the same step limit. The classic agent is LangChain's own recipe:
+``langchain_classic.agents.create_react_agent`` with the standard hub ReAct prompt (``hwchase17/react``)
+and ``AgentExecutor(handle_parsing_errors=True, max_iterations=...)``. Answers are checked by a
+normalised number or string match (``is_correct``). Results are written after every question, so a
+long run can be watched and an interrupted one keeps what it measured.
+
+    python bench/eval/run.py --model local:qwen [--framework both] [--limit N] [--out PATH]
+
+``--model scripted`` replaces the model with an instant scripted one (for the smoke test).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import re
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult, LLMResult
+from langchain_core.tools import BaseTool
+
+from explicit_react import ExplicitReActAgent
+from explicit_react.tools import KnowledgeBaseTool, calculator
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE.parent / "results"
+QUESTIONS = HERE / "questions.json"
+KB_FOLDER = HERE / "kb"
+
+# The text of the LangChain hub prompt "hwchase17/react", which create_react_agent's docs use.
+HUB_REACT_PROMPT = """Answer the following questions as best you can. You have access to the following tools:
+
+{tools}
+
+Use the following format:
+
+Question: the input question you must answer
+Thought: you should always think about what to do
+Action: the action to take, should be one of [{tool_names}]
+Action Input: the input to the action
+Observation: the result of the action
+... (this Thought/Action/Action Input/Observation can repeat N times)
+Thought: I now know the final answer
+Final Answer: the final answer to the original input question
+
+Begin!
+
+Question: {input}
+Thought:{agent_scratchpad}"""
+
+CLASSIC_STOPPED = "Agent stopped due to iteration limit or time limit."
+
+# A number not glued to a letter before it: "T9" and "H2" are product names, not answers.
+_NUMBER = re.compile(r"(?<![A-Za-z\d.])\d+(?:\.\d+)?")
+
+
+# --- the question set and the check -------------------------------------------------------------
+
+
+def load_questions(limit: int | None = None) -> list[dict[str, Any]]:
+    """The questions, in file order; the first ``limit`` of them if given."""
+    questions: list[dict[str, Any]] = json.loads(QUESTIONS.read_text(encoding="utf-8"))
+    return questions[:limit] if limit else questions
+
+
+def numbers_in(text: str) -> list[float]:
+    """Every number in ``text``; thousands separators (``53,544``) and ``$`` are understood."""
+    text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text)
+    return [float(n) for n in _NUMBER.findall(text)]
+
+
+def normalise(text: str) -> str:
+    """Lowercase words separated by single spaces, punctuation dropped."""
+    return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+def is_correct(answer: str, expected: float | int | str) -> bool:
+    """A numeric answer is right when a number in it equals ``expected`` (to 0.1%); a text one when it contains it."""
+    if isinstance(expected, int | float):
+        return any(abs(n - expected) <= max(1e-3 * abs(expected), 1e-6) for n in numbers_in(answer))
+    return f" {normalise(expected)} " in f" {normalise(answer)} "
+
+
+# --- tools, model, usage ------------------------------------------------------------------------
+
+
+def make_tools() -> list[BaseTool]:
+    """The knowledge base (one passage per paragraph, best three returned) and the calculator."""
+    return [KnowledgeBaseTool.from_folder(KB_FOLDER, k=3, passage_chars=220), calculator]
+
+
+class UsageCounter(BaseCallbackHandler):
+    """Counts model calls and tokens (from ``usage_metadata``) for one run, whatever the framework."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.input_tokens = 0
+        self.output_tokens = 0
+
+    def on_llm_end(self, response: LLMResult, **kwargs: Any) -> None:
+        self.calls += 1
+        for generations in response.generations:
+            for generation in generations:
+                message = getattr(generation, "message", None)
+                usage = getattr(message, "usage_metadata", None) or {}
+                self.input_tokens += int(usage.get("input_tokens", 0))
+                self.output_tokens += int(usage.get("output_tokens", 0))
+
+
+class AnswerKeyModel(BaseChatModel):
+    """An instant model for the smoke test: looks the question up, searches once, then answers."""
+
+    answers: dict[str, str]
+
+    @property
+    def _llm_type(self) -> str:
+        return "answer-key"
+
+    def _generate(
+        self, messages: list[BaseMessage], stop: list[str] | None = None, **kwargs: Any
+    ) -> ChatResult:
+        prompt = "\n".join(str(m.content) for m in messages)
+        question = next(q for q in self.answers if q in prompt)
+        if "Observation:" in prompt.split(question, 1)[1]:
+            reply = f"Thought: I now know the final answer\nFinal Answer: {self.answers[question]}"
+        else:
+            reply = f"Thought: I should look this up.\nAction: knowledge_search\nAction Input: {question}"
+        usage = {"input_tokens": len(prompt.split()), "output_tokens": len(reply.split())}
+        usage["total_tokens"] = usage["input_tokens"] + usage["output_tokens"]
+        message = AIMessage(content=reply, usage_metadata=usage)  # type: ignore[arg-type]
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+def make_model(name: str, max_tokens: int, n_ctx: int, questions: Sequence[dict[str, Any]]) -> Any:
+    """The named model (``explicit_react.models.load_model``), or ``AnswerKeyModel`` for ``scripted``."""
+    if name == "scripted":
+        return AnswerKeyModel(answers={q["question"]: str(q["answer"]) for q in questions})
+    from explicit_react.models import load_model
+
+    return load_model(name, max_tokens=max_tokens, n_ctx=n_ctx, temperature=0.0)
+
+
+# --- the two frameworks -------------------------------------------------------------------------
+
+
+def run_explicit(model: Any, question: str, max_iterations: int) -> dict[str, Any]:
+    """One question through ``ExplicitReActAgent``; the record's framework-specific fields."""
+    agent = ExplicitReActAgent(model, make_tools(), max_iterations=max_iterations)
+    usage = UsageCounter()
+    result = agent.run(question, config={"callbacks": [usage]})
+    return {
+        "answer": result.answer,
+        "stop_reason": result.stop_reason.value,
+        "steps": len(result.steps),
+        "parse_failures": sum(step.error == "parse_error" for step in result.steps),
+        "loop_stopped": result.stop_reason.value == "loop_detected",
+        "limit_reached": not result.success,
+        "llm_calls": usage.calls,
+        "tokens": {"input": usage.input_tokens, "output": usage.output_tokens},
+        "trace": [
+            {"log": s.log, "action": s.action, "input": s.action_input, "observation": s.observation[:300]}
+            for s in result.steps
+        ],
+    }
+
+
+def run_classic(model: Any, question: str, max_iterations: int) -> dict[str, Any]:
+    """One question through langchain_classic's ``create_react_agent`` + ``AgentExecutor``."""
+    from langchain_classic.agents import AgentExecutor, create_react_agent
+    from langchain_core.prompts import PromptTemplate
+
+    tools = make_tools()
+    agent = create_react_agent(model, tools, PromptTemplate.from_template(HUB_REACT_PROMPT))
+    executor = AgentExecutor(
+        agent=agent,
+        tools=tools,
+        handle_parsing_errors=True,
+        max_iterations=max_iterations,
+        return_intermediate_steps=True,
+    )
+    usage = UsageCounter()
+    output = executor.invoke({"input": question}, config={"callbacks": [usage]})
+    steps = output["intermediate_steps"]
+    answer = str(output["output"])
+    return {
+        "answer": answer,
+        "stop_reason": "iteration_limit" if answer == CLASSIC_STOPPED else "final_answer",
+        "steps": len(steps),
+        "parse_failures": sum(action.tool == "_Exception" for action, _ in steps),
+        "loop_stopped": False,  # the classic executor has no loop detection
+        "limit_reached": answer == CLASSIC_STOPPED,
+        "llm_calls": usage.calls,
+        "tokens": {"input": usage.input_tokens, "output": usage.output_tokens},
+        "trace": [
+            {
+                "log": action.log,
+                "action": action.tool,
+                "input": action.tool_input,
+                "observation": str(obs)[:300],
+            }
+            for action, obs in steps
+        ],
+    }
+
+
+FRAMEWORKS: dict[str, Callable[[Any, str, int], dict[str, Any]]] = {
+    "explicit": run_explicit,
+    "classic": run_classic,
+}
+
+
+# --- the run ------------------------------------------------------------------------------------
+
+
+def summarise(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Success rate, parse failures, loops stopped, limits reached, mean steps, seconds and tokens."""
+    n = len(records)
+    if not n:
+        return {"questions": 0}
+    return {
+        "questions": n,
+        "correct": sum(r["correct"] for r in records),
+        "success_rate": round(sum(r["correct"] for r in records) / n, 3),
+        "parse_failures": sum(r["parse_failures"] for r in records),
+        "questions_with_parse_failures": sum(r["parse_failures"] > 0 for r in records),
+        "loops_stopped": sum(r["loop_stopped"] for r in records),
+        "limit_reached": sum(r["limit_reached"] for r in records),
+        "mean_steps": round(sum(r["steps"] for r in records) / n, 2),
+        "mean_llm_calls": round(sum(r["llm_calls"] for r in records) / n, 2),
+        "mean_seconds": round(sum(r["seconds"] for r in records) / n, 1),
+        "mean_tokens": round(sum(r["tokens"]["input"] + r["tokens"]["output"] for r in records) / n),
+        "mean_output_tokens": round(sum(r["tokens"]["output"] for r in records) / n, 1),
+    }
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Run every selected question through every selected framework; write the JSON after each one."""
+    questions = load_questions(args.limit)
+    frameworks = list(FRAMEWORKS) if args.framework == "both" else [args.framework]
+    started = time.perf_counter()
+    model = make_model(args.model, args.max_tokens, args.n_ctx, questions)
+    report: dict[str, Any] = {
+        "model": args.model,
+        "settings": {
+            "max_iterations": args.max_iterations,
+            "max_tokens": args.max_tokens,
+            "n_ctx": args.n_ctx,
+            "temperature": 0.0,
+            "frameworks": frameworks,
+            "questions": len(questions),
+        },
+        "machine": {"python": platform.python_version(), "platform": platform.platform()},
+        "model_load_seconds": round(time.perf_counter() - started, 2),
+        "summary": {},
+        "records": {name: [] for name in frameworks},
+    }
+    for question in questions:
+        for name in frameworks:  # interleaved: both frameworks see the same machine load
+            began = time.perf_counter()
+            record = FRAMEWORKS[name](model, question["question"], args.max_iterations)
+            record = {
+                "id": question["id"],
+                "question": question["question"],
+                "expected": question["answer"],
+                "correct": is_correct(record["answer"], question["answer"]),
+                "seconds": round(time.perf_counter() - began, 2),
+                **record,
+            }
+            report["records"][name].append(record)
+            report["summary"] = {fw: summarise(recs) for fw, recs in report["records"].items()}
+            if args.out:
+                write_json(args.out, report)
+            mark = "ok " if record["correct"] else "BAD"
+            print(
+                f"{question['id']} {name:8} {mark} {record['seconds']:6.1f}s steps={record['steps']} "
+                f"stop={record['stop_reason']} answer={record['answer'][:80]!r}",
+                flush=True,
+            )
+    return report
+
+
+def write_json(path: Path, report: dict[str, Any]) -> None:
+    """Write ``report`` atomically (a reader never sees half a file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = path.with_suffix(".json.partial")
+    temp.write_text(json.dumps(report, indent=1, default=str) + "\n", encoding="utf-8")
+    temp.replace(path)
+
+
+def print_summary(report: dict[str, Any]) -> None:
+    """The summary table (Markdown)."""
+    keys = [
+        "correct",
+        "success_rate",
+        "parse_failures",
+        "loops_stopped",
+        "limit_reached",
+        "mean_steps",
+        "mean_llm_calls",
+        "mean_seconds",
+        "mean_tokens",
+    ]
+    names = list(report["summary"])
+    print(f"\nmodel {report['model']}, {report['settings']['questions']} questions")
+    print("| metric | " + " | ".join(names) + " |")
+    print("|---|" + "---|" * len(names))
+    for key in keys:
+        print(f"| {key} | " + " | ".join(str(report["summary"][n].get(key, "")) for n in names) + " |")
+
+
+def rescore(path: Path) -> dict[str, Any]:
+    """Check the answers in a results file again (after a change to ``is_correct``) and rewrite it."""
+    report: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    for records in report["records"].values():
+        for record in records:
+            record["correct"] = is_correct(record["answer"], record["expected"])
+    report["summary"] = {fw: summarise(recs) for fw, recs in report["records"].items()}
+    write_json(path, report)
+    return report
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", default="local:qwen", help="a load_model name, or 'scripted'")
+    parser.add_argument("--framework", choices=["explicit", "classic", "both"], default="both")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N questions")
+    parser.add_argument("--max-iterations", type=int, default=6)
+    parser.add_argument("--max-tokens", type=int, default=256)
+    parser.add_argument("--n-ctx", type=int, default=4096)
+    parser.add_argument("--out", type=Path, default=None, help="default: bench/results/eval_<model>.json")
+    parser.add_argument("--rescore", type=Path, default=None, help="re-check the answers in a results file")
+    args = parser.parse_args(argv)
+    if args.rescore:
+        print_summary(rescore(args.rescore))
+        return 0
+    if args.out is None:
+        args.out = RESULTS / f"eval_{re.sub(r'[^a-z0-9]+', '_', args.model.lower()).strip('_')}.json"
+    report = run(args)
+    print_summary(report)
+    print(f"\nwrote {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

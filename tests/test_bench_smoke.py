@@ -1,0 +1,111 @@
+"""The benchmark scripts still run: each in its tiny mode, checking the table and the JSON keys.
+
+No timing is asserted (speed is measured by the scripts, not by tests); the eval uses an instant
+scripted model, never a real one.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+
+
+def load(relative: str) -> ModuleType:
+    """Import a bench script by path (bench/ is not a package)."""
+    path = BENCH / relative
+    sys.path.insert(0, str(path.parent))
+    sys.path.insert(0, str(BENCH))
+    spec = importlib.util.spec_from_file_location(f"bench_{path.stem}", path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def run(
+    relative: str, args: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> tuple[str, Any]:
+    out = tmp_path / "result.json"
+    assert load(relative).main([*args, "--out", str(out)]) == 0
+    return capsys.readouterr().out, json.loads(out.read_text(encoding="utf-8"))
+
+
+def test_overhead(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    printed, data = run("overhead.py", ["--quick"], tmp_path, capsys)
+    assert "| explicit_react |" in printed and "| classic AgentExecutor |" in printed
+    assert set(data["summary"]["overhead_per_step_ms"]) == {
+        "direct calls (no framework)",
+        "explicit_react",
+        "classic AgentExecutor",
+        "langgraph create_react_agent",
+    }
+    assert {"ratio_to_classic", "ratio_to_langgraph", "target_met"} <= set(data["summary"])
+    assert data["machine"]["cores"]
+
+
+def test_concurrency(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    printed, data = run("concurrency.py", ["--quick"], tmp_path, capsys)
+    assert "% of ideal" in printed
+    assert [(r["framework"], r["concurrency"]) for r in data["rows"]] == [
+        ("explicit_react", 1),
+        ("classic AgentExecutor", 1),
+        ("explicit_react", 5),
+        ("classic AgentExecutor", 5),
+    ]
+    assert all(r["efficiency"] > 0 and r["kib_per_concurrent_run"] > 0 for r in data["rows"])
+
+
+def test_context(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    printed, data = run("context.py", ["--quick"], tmp_path, capsys)
+    assert "call 9" in printed
+    sizes = data["prompt_chars_per_call"]
+    assert all(len(calls) == 9 for calls in sizes.values())  # 8 steps, then the answer
+    assert set(data["summary"]["max_chars"]) == set(sizes)
+
+
+def test_startup(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    printed, data = run("startup.py", ["--quick"], tmp_path, capsys)
+    assert "import explicit_react" in printed
+    assert {"python -c pass", "import explicit_react"} <= set(data["summary"]["median_ms"])
+
+
+def test_eval_with_a_scripted_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    printed, data = run("eval/run.py", ["--model", "scripted", "--limit", "3"], tmp_path, capsys)
+    assert "| success_rate |" in printed
+    for framework in ("explicit", "classic"):
+        records = data["records"][framework]
+        assert [r["id"] for r in records] == ["q01", "q02", "q03"]
+        assert all(r["correct"] and r["steps"] == 1 for r in records)
+        assert {
+            "question",
+            "expected",
+            "answer",
+            "stop_reason",
+            "parse_failures",
+            "seconds",
+            "tokens",
+        } <= set(records[0])
+        assert data["summary"][framework]["success_rate"] == 1.0
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected", "correct"),
+    [
+        ("The total is $53,544.00.", 53544, True),
+        ("1.5 hours", 1.5, True),
+        ("about 3000 dollars", 3810, False),
+        ("She works in Port Hallam.", "Port Hallam", True),
+        ("Port", "Port Hallam", False),
+        ("It was 14 years old when the Tidewalker T9 launched.", 9, False),
+    ],
+)
+def test_eval_answer_check(answer: str, expected: float | str, correct: bool) -> None:
+    assert load("eval/run.py").is_correct(answer, expected) is correct
