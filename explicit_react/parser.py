@@ -322,7 +322,12 @@ def _json_blob(text: str, labels: Labels) -> Action | FinalAnswer | None:
     thought = text[:start].strip()
     if " ".join(tool.split()).lower() == labels.final_answer.lower():
         return FinalAnswer(_as_text(raw_input), thought, text.rstrip())
-    tool_input = _tool_input(raw_input) if isinstance(raw_input, str) else raw_input
+    if isinstance(raw_input, str):
+        tool_input: ToolInput = _tool_input(raw_input)
+    elif isinstance(raw_input, (dict, list)):
+        tool_input = raw_input
+    else:  # a JSON scalar: null is no input, numbers and booleans are their JSON text
+        tool_input = "" if raw_input is None else json.dumps(raw_input)
     if tool.lower() in _NO_TOOL:
         raise _error(f"Your {labels.action} names no tool.", text, labels)
     return Action(tool, tool_input, thought, text.rstrip())

@@ -765,3 +765,17 @@ def test_label_soup_parses_or_raises_parse_error(text: str) -> None:
 )
 def test_pathological_nesting_raises_only_parse_error(text: str) -> None:
     _check(text)
+
+
+@pytest.mark.parametrize(
+    ("blob", "expected"),
+    [
+        ('{"action": "x", "action_input": null}', ""),
+        ('{"action": "x", "action_input": 42}', "42"),
+        ('{"action": "x", "action_input": true}', "true"),
+    ],
+)
+def test_json_blob_scalar_inputs_become_text(blob: str, expected: str) -> None:
+    # found by the label-soup property test: a JSON scalar input must still be a str
+    result = parse(blob)
+    assert isinstance(result, Action) and result.tool_input == expected
