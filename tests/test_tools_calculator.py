@@ -26,6 +26,8 @@ from explicit_react.tools.calculator import CalculationError, evaluate
         ("max(1, 5, 3) + min(2, 8) + abs(-4)", "11"),
         ("log(e)", "1"),
         ("exp(0) + cos(0) + sin(0)", "2"),
+        ("(3 * 9400) * (1 - 0.08))", "25944"),  # a surplus ")" at the end is dropped
+        ("sqrt(16)))", "4"),
     ],
 )
 def test_arithmetic(expression: str, expected: str) -> None:
@@ -95,6 +97,7 @@ def test_huge_results_are_refused_at_once(expression: str) -> None:
         ("(-8) ** 0.5", "complex number"),
         ("", "Error: empty expression"),
         ("2 +", "Error: invalid expression"),
+        ("(3 * 1000)) / 1000", "Error: invalid expression"),  # a surplus ")" inside is not guessed at
         ("(" * 5000 + "1" + ")" * 5000, "Error: expression too long"),
     ],
 )
