@@ -34,7 +34,22 @@ _HOMES = {
     "parse": "parser",
 }
 
-__all__ = sorted(_HOMES)
+__all__ = [
+    "Action",
+    "AgentExecutor",
+    "AgentResult",
+    "ConfigurationError",
+    "ExplicitReActAgent",
+    "FinalAnswer",
+    "GeneralQAAgent",
+    "ParseError",
+    "ReActOutputParser",
+    "Step",
+    "StopReason",
+    "TokenUsage",
+    "create_react_agent",
+    "parse",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -76,6 +76,12 @@ _MARKDOWN_NOISE = re.compile(r"\A[*_]+\s*")
 _JSON_IN_CALL = re.compile(r"\A[A-Za-z_][\w.]*\s*\((?P<json>\s*\{.*\})\s*\)\s*\Z", re.S)
 _CALL = re.compile(r"\A(?P<name>[^()\[\]\n]+?)\s*\((?P<args>.*)\)\Z", re.S)
 _BRACKETS = re.compile(r"\A(?P<name>[^()\[\]\n]+?)\s*\[(?P<args>.*)\]\Z", re.S)
+# ``Action: knowledge_search, "price of X"`` or ``Action: calculator: 2 + 2`` (input written on the
+# Action line). A colon splits only when a space follows, so ``mcp:search`` stays one name.
+_INLINE_INPUT = re.compile(
+    r"\A(?P<name>[A-Za-z_][\w.-]*)\s*(?:,|:(?=\s))\s*(?:(?:action[ _]?)?input\s*[:=]\s*)?(?P<rest>\S.*)\Z",
+    re.I,
+)
 _TOOL_NAME_NOISE = re.compile(r"\A[\s`'\"*_]+|[\s`'\"*_.,;:!]+\Z")
 _NO_TOOL = frozenset({"", "none", "null", "n/a", "nothing"})
 _NO_INPUT = frozenset({"", "none", "null", '""', "''"})
@@ -368,6 +374,8 @@ def _tool_and_arguments(value: str) -> tuple[str, ToolInput | None]:
             "args"
         ].strip() else None
     first_line = next((line for line in value.splitlines() if line.strip()), "")
+    if inline := _INLINE_INPUT.match(first_line.strip()):
+        return inline["name"], _tool_input(inline["rest"])
     return _tool_name(first_line), None
 
 

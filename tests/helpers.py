@@ -48,29 +48,45 @@ class EventRecorder(BaseCallbackHandler):
     def names(self) -> list[str]:
         return [name for name, _, _ in self.events]
 
-    def on_chain_start(self, serialized: Any, inputs: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kw: Any) -> None:
+    def on_chain_start(
+        self, serialized: Any, inputs: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kw: Any
+    ) -> None:
         self._add("chain_start", inputs, run_id, parent_run_id)
 
-    def on_chain_end(self, outputs: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kw: Any) -> None:
+    def on_chain_end(
+        self, outputs: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kw: Any
+    ) -> None:
         self._add("chain_end", outputs, run_id, parent_run_id)
 
-    def on_chat_model_start(self, serialized: Any, messages: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kw: Any) -> None:
+    def on_chat_model_start(
+        self, serialized: Any, messages: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kw: Any
+    ) -> None:
         self._add("llm_start", messages, run_id, parent_run_id)
 
-    def on_llm_start(self, serialized: Any, prompts: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kw: Any) -> None:
+    def on_llm_start(
+        self, serialized: Any, prompts: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kw: Any
+    ) -> None:
         self._add("llm_start", prompts, run_id, parent_run_id)
 
-    def on_llm_end(self, response: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kw: Any) -> None:
+    def on_llm_end(
+        self, response: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kw: Any
+    ) -> None:
         self._add("llm_end", response, run_id, parent_run_id)
 
-    def on_tool_start(self, serialized: Any, input_str: str, *, run_id: UUID, parent_run_id: UUID | None = None, **kw: Any) -> None:
+    def on_tool_start(
+        self, serialized: Any, input_str: str, *, run_id: UUID, parent_run_id: UUID | None = None, **kw: Any
+    ) -> None:
         self._add("tool_start", input_str, run_id, parent_run_id)
 
     def on_tool_end(self, output: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kw: Any) -> None:
         self._add("tool_end", output, run_id, parent_run_id)
 
-    def on_agent_action(self, action: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kw: Any) -> None:
+    def on_agent_action(
+        self, action: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kw: Any
+    ) -> None:
         self._add("agent_action", action, run_id, parent_run_id)
 
-    def on_agent_finish(self, finish: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kw: Any) -> None:
+    def on_agent_finish(
+        self, finish: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kw: Any
+    ) -> None:
         self._add("agent_finish", finish, run_id, parent_run_id)

@@ -46,7 +46,9 @@ def test_multi_step_run_records_every_step() -> None:
     assert result.steps[0].log.startswith("Thought: First")
     assert result.steps[2].tool_output == 65900000
     assert result.llm_calls == 4
-    assert result.usage.total_tokens == sum(s.usage.total_tokens for s in result.steps) + _last_call_tokens(model)
+    assert result.usage.total_tokens == sum(s.usage.total_tokens for s in result.steps) + _last_call_tokens(
+        model
+    )
     model.assert_all_used()
     json.dumps(result.to_dict())  # serialisable
     assert result.to_dict()["stop_reason"] == "success"
@@ -98,7 +100,9 @@ def test_parse_error_becomes_an_observation_and_the_model_recovers() -> None:
 
 
 def test_unknown_tool_lists_tools_and_suggests_the_closest() -> None:
-    model = ScriptedChatModel([action("serch", "population of Paris"), action("search", "population of Paris"), final("2.1M")])
+    model = ScriptedChatModel(
+        [action("serch", "population of Paris"), action("search", "population of Paris"), final("2.1M")]
+    )
     result = ExplicitReActAgent(model, [search, subtract]).run("Paris?")
     first = result.steps[0]
     assert first.error == "unknown_tool" and first.action == "serch"
@@ -113,7 +117,9 @@ def test_tool_name_matching_ignores_case_and_separators() -> None:
 
 
 def test_bad_input_for_a_multi_argument_tool_names_the_argument() -> None:
-    model = ScriptedChatModel([action("subtract", '{"a": 5, "c": 1}'), action("subtract", "five minus one"), final("4")])
+    model = ScriptedChatModel(
+        [action("subtract", '{"a": 5, "c": 1}'), action("subtract", "five minus one"), final("4")]
+    )
     result = ExplicitReActAgent(model, [subtract]).run("5-1?")
     missing, unparsed = result.steps[0], result.steps[1]
     assert missing.error == "invalid_input" and "'b'" in missing.observation
@@ -138,7 +144,9 @@ def test_tool_exception_with_handle_tool_error_uses_the_tools_message() -> None:
     def fail(query: str) -> str:
         raise ToolException("the index is rebuilding, try later")
 
-    handled = StructuredTool.from_function(fail, name="lookup", description="Look up.", handle_tool_error=True)
+    handled = StructuredTool.from_function(
+        fail, name="lookup", description="Look up.", handle_tool_error=True
+    )
     model = ScriptedChatModel([action("lookup", "x"), final("later")])
     result = ExplicitReActAgent(model, [handled]).run("q")
     assert result.steps[0].observation == "the index is rebuilding, try later"
@@ -146,7 +154,11 @@ def test_tool_exception_with_handle_tool_error_uses_the_tools_message() -> None:
 
 def test_model_error_after_two_steps_keeps_the_steps() -> None:
     model = ScriptedChatModel(
-        [action("search", "population of France"), action("search", "population of Paris"), ValueError("quota gone")]
+        [
+            action("search", "population of France"),
+            action("search", "population of Paris"),
+            ValueError("quota gone"),
+        ]
     )
     result = ExplicitReActAgent(model, [search], max_retries=0).run("q")
     assert result.stop_reason is StopReason.LLM_ERROR and not result.success
@@ -175,7 +187,9 @@ def test_iteration_limit_asks_once_more_for_an_answer_without_tools() -> None:
 
 
 def test_iteration_limit_with_no_usable_final_reply_says_so() -> None:
-    model = ScriptedChatModel([action("search", "population of France"), action("search", "population of Paris")])
+    model = ScriptedChatModel(
+        [action("search", "population of France"), action("search", "population of Paris")]
+    )
     result = ExplicitReActAgent(model, [search], max_iterations=1).run("France?")
     assert result.stop_reason is StopReason.MAX_ITERATIONS
     assert result.answer == "I could not find an answer within the allowed number of steps."
@@ -189,7 +203,9 @@ def test_on_limit_force_makes_no_extra_call() -> None:
 
 
 def test_invented_observation_is_cut_when_the_model_ignores_stop() -> None:
-    reply = action("search", "population of Paris") + "\nObservation: 9 people\nThought: done\nFinal Answer: 9"
+    reply = (
+        action("search", "population of Paris") + "\nObservation: 9 people\nThought: done\nFinal Answer: 9"
+    )
     model = ScriptedChatModel([reply, final("2100000")], ignore_stop=True)
     result = ExplicitReActAgent(model, [search]).run("Paris?")
     assert result.steps[0].action_input == "population of Paris"
@@ -199,7 +215,9 @@ def test_invented_observation_is_cut_when_the_model_ignores_stop() -> None:
 
 
 def test_message_content_as_a_list_of_parts() -> None:
-    reply = AIMessage(content=[{"type": "thinking", "thinking": "hmm"}, {"type": "text", "text": final("Paris")}])
+    reply = AIMessage(
+        content=[{"type": "thinking", "thinking": "hmm"}, {"type": "text", "text": final("Paris")}]
+    )
     result = ExplicitReActAgent(ScriptedChatModel([reply]), [search]).run("Capital of France?")
     assert result.answer == "Paris"
 
@@ -310,9 +328,13 @@ def test_runnable_invoke_batch_and_chain() -> None:
     model = ScriptedChatModel([final("a"), final("b")])
     outputs = ExplicitReActAgent(model, [search]).batch(["q1", "q2"], config={"max_concurrency": 1})
     assert [o["output"] for o in outputs] == ["a", "b"]
-    chain = ExplicitReActAgent(ScriptedChatModel([final("chained")]), [search]) | RunnableLambda(lambda d: d["output"].upper())
+    chain = ExplicitReActAgent(ScriptedChatModel([final("chained")]), [search]) | RunnableLambda(
+        lambda d: d["output"].upper()
+    )
     assert chain.invoke("q") == "CHAINED"
-    outputs = asyncio.run(ExplicitReActAgent(ScriptedChatModel([final("x"), final("x")]), [search]).abatch(["a", "b"]))
+    outputs = asyncio.run(
+        ExplicitReActAgent(ScriptedChatModel([final("x"), final("x")]), [search]).abatch(["a", "b"])
+    )
     assert [o["output"] for o in outputs] == ["x", "x"]
 
 
@@ -334,7 +356,9 @@ def test_callbacks_see_chain_agent_llm_and_tool_events_nested() -> None:
     agent.invoke(QUESTION, config={"callbacks": [recorder]})
     names = recorder.names
     assert names[0] == "chain_start" and names[-1] == "chain_end"
-    assert names.count("agent_action") == 3 and names.count("tool_start") == 3 and names.count("tool_end") == 3
+    assert (
+        names.count("agent_action") == 3 and names.count("tool_start") == 3 and names.count("tool_end") == 3
+    )
     assert names.count("llm_start") == 4 and names[-2] == "agent_finish"
     assert names.index("agent_action") < names.index("tool_start")
     root = recorder.events[0][1]

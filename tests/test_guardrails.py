@@ -68,7 +68,10 @@ def test_repeated_call_is_not_run_then_the_run_stops_with_loop_detected() -> Non
     assert calls == ["x"]  # the repeats never ran
     assert result.stop_reason is StopReason.LOOP_DETECTED
     assert result.steps[1].error == "repeated_call"
-    assert "already called lookup" in result.steps[1].observation and "nothing useful" in result.steps[1].observation
+    assert (
+        "already called lookup" in result.steps[1].observation
+        and "nothing useful" in result.steps[1].observation
+    )
     assert result.answer == "Nothing was found."  # the final answer from what was gathered
     assert len(model.calls) == 4  # stopped long before max_iterations=10
 
@@ -99,7 +102,11 @@ def test_model_that_recovers_after_the_warning_goes_on() -> None:
 # Budgets ----------------------------------------------------------------------------------------
 def test_max_tool_calls_runs_n_calls_and_stops_at_the_next_request() -> None:
     model = ScriptedChatModel(
-        [action("search", "population of France"), action("search", "population of Paris"), final("France has 68M.")]
+        [
+            action("search", "population of France"),
+            action("search", "population of Paris"),
+            final("France has 68M."),
+        ]
     )
     result = ExplicitReActAgent(model, [search], max_tool_calls=1).run("q")
     assert result.stop_reason is StopReason.MAX_TOOL_CALLS
@@ -159,7 +166,9 @@ def test_transient_model_errors_are_retried() -> None:
 
 
 def test_retries_give_up_after_max_retries() -> None:
-    model = ScriptedChatModel([ConnectionError("a"), ConnectionError("b"), ConnectionError("c"), final("unused")])
+    model = ScriptedChatModel(
+        [ConnectionError("a"), ConnectionError("b"), ConnectionError("c"), final("unused")]
+    )
     result = ExplicitReActAgent(model, [search], max_retries=2, retry_backoff=0.0).run("q")
     assert result.stop_reason is StopReason.LLM_ERROR and "after 3 attempts" in (result.error or "")
     assert model.remaining == 1
@@ -261,7 +270,9 @@ def test_guard_reports_stops_in_order_of_cause() -> None:
 
 
 # Robustness: arbitrary model output -------------------------------------------------------------
-labels = st.sampled_from(["Thought:", "Action:", "Action Input:", "Observation:", "Final Answer:", "\n", " ", "{", "}"])
+labels = st.sampled_from(
+    ["Thought:", "Action:", "Action Input:", "Observation:", "Final Answer:", "\n", " ", "{", "}"]
+)
 replies = st.lists(st.one_of(st.text(max_size=40), labels), max_size=12).map("".join)
 
 

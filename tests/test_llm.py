@@ -43,7 +43,9 @@ def test_usage_and_stop_are_passed_through() -> None:
 
 
 def test_usage_metadata_from_the_provider_is_used() -> None:
-    reply = AIMessage(content="Final Answer: x", usage_metadata={"input_tokens": 10, "output_tokens": 4, "total_tokens": 14})
+    reply = AIMessage(
+        content="Final Answer: x", usage_metadata={"input_tokens": 10, "output_tokens": 4, "total_tokens": 14}
+    )
     assert ModelAdapter(ScriptedChatModel([reply])).complete(MESSAGES).usage.total_tokens == 14
 
 

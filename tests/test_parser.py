@@ -341,6 +341,34 @@ ACTIONS = [
         {"query": "b"},
         id="call-input-line-wins",
     ),
+    # The input written on the Action line after a comma or "tool: " (Qwen2.5 1.5B in bench/eval).
+    pytest.param(
+        'Thought: t\nAction: knowledge_search, input: "Brisk Arm payload"',
+        "knowledge_search",
+        "Brisk Arm payload",
+        id="inline-input-after-comma-labelled",
+    ),
+    pytest.param(
+        'Thought: t\nAction: knowledge_search, "price of H2"\nAction Input: "price of H2"',
+        "knowledge_search",
+        "price of H2",
+        id="inline-input-and-input-line",
+    ),
+    pytest.param(
+        "Thought: t\nAction: calculator: 2 + 2", "calculator", "2 + 2", id="inline-input-after-colon"
+    ),
+    pytest.param(
+        "Thought: t\nAction: search, weather in Oslo\nAction Input: None",
+        "search",
+        "weather in Oslo",
+        id="inline-input-when-input-line-is-none",
+    ),
+    pytest.param(
+        "Thought: t\nAction: search, a\nAction Input: b", "search", "b", id="inline-input-line-wins"
+    ),
+    pytest.param(
+        "Thought: t\nAction: mcp:search\nAction Input: q", "mcp:search", "q", id="colon-in-tool-name-kept"
+    ),
     # ReAct paper / LangChain docstore bracket style.
     pytest.param("Thought: t\nAction: Search[Apollo 11]", "Search", "Apollo 11", id="bracket"),
     pytest.param(

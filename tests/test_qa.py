@@ -15,7 +15,9 @@ def test_answer_returns_the_service_dict() -> None:
     response = GeneralQAAgent(model, [search]).answer("How many people live in Paris?")
     assert response["answer"] == "About 2.1 million."
     assert response["success"] is True and response["stop_reason"] == "success"
-    assert response["steps"] == ["Step 1: Thought: I need a tool. | Action: search(population of Paris) -> 2100000"]
+    assert response["steps"] == [
+        "Step 1: Thought: I need a tool. | Action: search(population of Paris) -> 2100000"
+    ]
     assert response["detailed_steps"][0]["observation"] == "2100000"
     json.dumps(response)
 
@@ -36,7 +38,9 @@ def test_documents_and_chat_turns_reach_the_prompt() -> None:
 
 
 def test_many_documents_become_a_knowledge_search_tool() -> None:
-    documents = [{"content": f"Fact {i}: the code word {i} is word{i}.", "source": f"doc{i}"} for i in range(12)]
+    documents = [
+        {"content": f"Fact {i}: the code word {i} is word{i}.", "source": f"doc{i}"} for i in range(12)
+    ]
     assert len(documents) > MAX_INLINE_DOCUMENTS
     model = ScriptedChatModel([action("knowledge_search", "code word 7"), final("word7")])
     response = GeneralQAAgent(model, [search]).answer("What is code word 7?", documents)

@@ -43,14 +43,22 @@ def test_no_compaction_when_disabled() -> None:
 
 def test_markers_in_the_prompt_files_are_the_parsers() -> None:
     fmt = load_template("format")
-    for marker in (parser.THOUGHT, parser.ACTION, parser.ACTION_INPUT, parser.OBSERVATION, parser.FINAL_ANSWER):
+    for marker in (
+        parser.THOUGHT,
+        parser.ACTION,
+        parser.ACTION_INPUT,
+        parser.OBSERVATION,
+        parser.FINAL_ANSWER,
+    ):
         assert f"{marker}:" in fmt
 
 
 def test_prompt_lists_tools_with_arguments_context_and_steps_left() -> None:
     tools = [
         ToolSpec("search", "Look things up."),
-        ToolSpec("read_file", "Read a file.", {"path": {"type": "string"}, "start": {"type": "integer"}}, ("path",)),
+        ToolSpec(
+            "read_file", "Read a file.", {"path": {"type": "string"}, "start": {"type": "integer"}}, ("path",)
+        ),
     ]
     system, user = ReActPrompt().messages("Why?", tools, "Thought: a", "Some context", steps_left=3)
     assert "- search: Look things up." in system["content"]
