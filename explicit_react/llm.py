@@ -188,8 +188,8 @@ class ModelAdapter:
             except Exception as exc:
                 if binding and isinstance(exc, TimeoutError):
                     raise DeadlineExceeded("time ran out while waiting for the model") from exc
-                self._give_up_unless_retryable(exc, attempt, deadline)
-            time.sleep(self._delay(attempt))
+                delay = self._give_up_unless_retryable(exc, attempt, deadline)
+            time.sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def acomplete(
@@ -205,16 +205,21 @@ class ModelAdapter:
             except Exception as exc:
                 if binding and isinstance(exc, TimeoutError):
                     raise DeadlineExceeded("time ran out while waiting for the model") from exc
-                self._give_up_unless_retryable(exc, attempt, deadline)
-            await asyncio.sleep(self._delay(attempt))
+                delay = self._give_up_unless_retryable(exc, attempt, deadline)
+            await asyncio.sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _give_up_unless_retryable(self, exc: Exception, attempt: int, deadline: Deadline | None) -> None:
-        out_of_time = deadline is not None and (deadline.remaining() or 0) <= self._delay(attempt)
+    def _give_up_unless_retryable(self, exc: Exception, attempt: int, deadline: Deadline | None) -> float:
+        """The delay before the next attempt; raises ``ModelCallError`` when there is none to make.
+
+        The delay is drawn once, so the wait that is checked against the deadline is the wait slept.
+        """
+        delay = self._delay(attempt)
+        out_of_time = deadline is not None and (deadline.remaining() or 0) <= delay
         if deadline is not None and deadline.seconds is None:
             out_of_time = False
         if is_transient(exc) and attempt < self.max_retries and not out_of_time:
-            return
+            return delay
         tries = f" after {attempt + 1} attempts" if attempt else ""
         kind = "timed out" if isinstance(exc, TimeoutError) else f"failed{tries}: {type(exc).__name__}"
         detail = str(exc).strip()

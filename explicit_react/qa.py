@@ -78,7 +78,10 @@ class GeneralQAAgent:
 
         knowledge = KnowledgeBaseTool.from_documents(documents)
         tools = [*self.react_agent.tools, knowledge]
-        return ExplicitReActAgent(self.llm, tools, **self.agent_kwargs)
+        kwargs = dict(self.agent_kwargs)
+        if kwargs.get("allowed_tools") is not None:  # the search over the caller's own documents is allowed
+            kwargs["allowed_tools"] = {*kwargs["allowed_tools"], knowledge.name}
+        return ExplicitReActAgent(self.llm, tools, **kwargs)
 
     def answer(self, query: str, context: Sequence[Mapping[str, Any]] | None = None) -> dict[str, Any]:
         """Answer ``query``: ``{"answer", "steps", "success", "detailed_steps", "stop_reason", ...}``."""

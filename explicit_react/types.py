@@ -32,7 +32,7 @@ class StopReason(str, Enum):
     LOOP_DETECTED = "loop_detected"
     """The model kept repeating a call after it was told the call was a repeat."""
     TOOL_DENIED = "tool_denied"
-    """The model asked for a tool outside ``allowed_tools`` (with ``on_denied="stop"``)."""
+    """The model asked again for a tool outside ``allowed_tools`` after it was told the tool is not allowed."""
     LLM_ERROR = "llm_error"
     """The model call failed (after retries) or timed out."""
 

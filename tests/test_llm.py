@@ -71,6 +71,20 @@ def test_errors_are_wrapped_once_retries_are_spent() -> None:
         adapter.complete(MESSAGES)
 
 
+def test_the_backoff_slept_is_the_one_checked_against_the_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    from explicit_react import llm
+    from explicit_react.deadline import Deadline
+
+    draws = iter([0.01, 50.0])  # a second draw would be far past the deadline
+    slept: list[float] = []
+    monkeypatch.setattr(ModelAdapter, "_delay", lambda self, attempt: next(draws))
+    monkeypatch.setattr(llm.time, "sleep", slept.append)
+    model = ScriptedChatModel([ConnectionError("blip"), AIMessage(content="Final Answer: ok")])
+    completion = ModelAdapter(model, max_retries=1).complete(MESSAGES, deadline=Deadline(30))
+    assert completion.text == "Final Answer: ok"
+    assert slept == [0.01]
+
+
 def test_async_callable_models_are_awaited() -> None:
     async def complete(messages: list[dict[str, str]]) -> str:
         return f"Final Answer: {len(messages)}"

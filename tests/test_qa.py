@@ -50,6 +50,16 @@ def test_many_documents_become_a_knowledge_search_tool() -> None:
     assert response["answer"] == "word7"
 
 
+def test_the_knowledge_search_over_the_callers_documents_passes_an_allowlist() -> None:
+    documents = [{"content": f"Fact {i}: the code word {i} is word{i}."} for i in range(12)]
+    model = ScriptedChatModel([action("knowledge_search", "code word 7"), final("word7")])
+    qa = GeneralQAAgent(model, [search], allowed_tools={"search"})
+    response = qa.answer("What is code word 7?", documents)
+    assert response["stop_reason"] == "success", response
+    assert "word7" in response["detailed_steps"][0]["observation"]
+    assert qa.agent_kwargs["allowed_tools"] == {"search"}  # the caller's settings are not changed
+
+
 def test_failed_run_is_reported_with_its_steps() -> None:
     model = ScriptedChatModel([action("search", "population of France"), RuntimeError("model down")])
     response = GeneralQAAgent(model, [search], max_retries=0).answer("q")

@@ -93,5 +93,12 @@ def test_unsupported_documents_are_a_developer_error() -> None:
 
 def test_tokenize_and_split() -> None:
     assert tokenize("What are the Refunds, in 2024?") == ["refund", "2024"]
-    assert split_passages("one.\n\ntwo.", 100) == ["one. two."]
+    # Paragraphs stay apart (a passage never mixes two of them); sentences of one paragraph pack.
+    assert split_passages("one.\n\ntwo.", 100) == ["one.", "two."]
+    assert split_passages("First one. Second one. Third one.", 24) == ["First one. Second one.", "Third one."]
+    # A heading stays with the paragraph under it; a heading at the end stands alone.
+    assert split_passages("# Prices\n\nThe Pellet costs 120 dollars.\n\n# End", 100) == [
+        "# Prices The Pellet costs 120 dollars.",
+        "# End",
+    ]
     assert split_passages("a" * 250, 100) == ["a" * 100, "a" * 100, "a" * 50]

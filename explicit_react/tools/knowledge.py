@@ -44,27 +44,52 @@ def _singular(word: str) -> str:
 
 
 def split_passages(text: str, max_chars: int) -> list[str]:
-    """Split text into passages of at most ``max_chars``, at paragraph, then sentence, then word breaks."""
-    pieces: list[str] = []
+    """Split text into passages of at most ``max_chars``: one per paragraph, long ones cut at sentences.
+
+    Paragraphs are never packed together (neighbouring paragraphs are often about different
+    things, and a passage that mixes them misleads a small model: "The Lumacrab costs 1270
+    dollars. The Tidewalker T9 costs 9400 dollars."). A Markdown heading is kept with the
+    paragraph after it, so a passage still says what it is about. A long paragraph is cut at
+    sentence breaks (then at word breaks), and its sentences are packed back up to ``max_chars``.
+    """
+    passages: list[str] = []
+    heading = ""
     for paragraph in re.split(r"\n\s*\n", text):
         paragraph = " ".join(paragraph.split())
-        if len(paragraph) <= max_chars:
-            pieces.append(paragraph)
+        if not paragraph:
             continue
-        for sentence in re.split(r"(?<=[.!?])\s+", paragraph):
-            while len(sentence) > max_chars:
-                cut = sentence.rfind(" ", 0, max_chars)
-                cut = cut if cut > 0 else max_chars
-                pieces.append(sentence[:cut])
-                sentence = sentence[cut:].strip()
-            pieces.append(sentence)
-    passages: list[str] = []
-    for piece in filter(None, pieces):  # pack small neighbouring pieces together
-        if passages and len(passages[-1]) + 1 + len(piece) <= max_chars:
-            passages[-1] += " " + piece
-        else:
-            passages.append(piece)
+        if paragraph.startswith("#") and len(paragraph) < max_chars // 2:
+            heading = f"{heading} {paragraph}".strip()
+            continue
+        if heading and len(heading) + 1 + len(paragraph) <= max_chars:
+            paragraph = f"{heading} {paragraph}"
+        elif heading:
+            passages.append(heading)
+        heading = ""
+        passages += _pack_sentences(paragraph, max_chars)
+    if heading:
+        passages.append(heading)
     return passages
+
+
+def _pack_sentences(paragraph: str, max_chars: int) -> list[str]:
+    if len(paragraph) <= max_chars:
+        return [paragraph]
+    pieces: list[str] = []
+    for sentence in re.split(r"(?<=[.!?])\s+", paragraph):
+        while len(sentence) > max_chars:
+            cut = sentence.rfind(" ", 0, max_chars)
+            cut = cut if cut > 0 else max_chars
+            pieces.append(sentence[:cut])
+            sentence = sentence[cut:].strip()
+        pieces.append(sentence)
+    packed: list[str] = []
+    for piece in filter(None, pieces):
+        if packed and len(packed[-1]) + 1 + len(piece) <= max_chars:
+            packed[-1] += " " + piece
+        else:
+            packed.append(piece)
+    return packed
 
 
 def _source_and_text(document: Any, number: int) -> tuple[str, str]:
