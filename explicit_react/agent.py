@@ -10,6 +10,7 @@ are data (``AgentResult.stop_reason``), never exceptions.
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator, Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -434,9 +435,7 @@ class ExplicitReActAgent(Runnable[AgentInput, dict[str, Any]]):
         if completion is not None:
             if completion.text:
                 run.count(completion.usage)
-            decision = self.transport.read(completion).decision
-            if isinstance(decision, FinalAnswer) and decision.answer.strip():
-                answer = decision.answer
+            answer = _answer_at_limit(self.transport.read(completion), answer)
         self._finish(run, answer, stop, error=reason)
 
     def _limit_sentence(self, stop: StopReason) -> str:
@@ -583,6 +582,20 @@ _STOPPED = {
 
 
 _NO_COMPLETION = Completion("", TokenUsage(), 0.0)
+
+# Any ReAct label at the start of a line: a reply with none of them is plain prose.
+_REACT_LABEL = re.compile(r"^\W*(thought|action|action input|observation|final answer)\W*:", re.I | re.M)
+
+
+def _answer_at_limit(turn: Turn, fallback: str) -> str:
+    """The answer in the tool-free call's reply: its Final Answer, or the reply itself when it is plain
+    prose (told to answer, small models often just answer); a reply that still asks for a tool, or
+    is empty, gives ``fallback``."""
+    if isinstance(turn.decision, FinalAnswer) and turn.decision.answer.strip():
+        return turn.decision.answer
+    if turn.decision is None and turn.text.strip() and not _REACT_LABEL.search(turn.text):
+        return turn.text.strip()
+    return fallback
 
 
 def _agent_action(tool: str, action: Action, turn: Turn) -> AgentAction:

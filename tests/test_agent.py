@@ -195,6 +195,21 @@ def test_iteration_limit_with_no_usable_final_reply_says_so() -> None:
     assert result.answer == "I could not find an answer within the allowed number of steps."
 
 
+@pytest.mark.parametrize(
+    ("reply", "answer"),
+    [
+        ("About 68 million people.", "About 68 million people."),  # plain prose is the answer
+        ("Thought: I should search again.", "I could not find an answer within the allowed number of steps."),
+        ("", "I could not find an answer within the allowed number of steps."),
+    ],
+)
+def test_the_reply_at_the_limit_without_a_final_answer_label(reply: str, answer: str) -> None:
+    model = ScriptedChatModel([action("search", "population of France"), reply])
+    result = ExplicitReActAgent(model, [search], max_iterations=1).run("France?")
+    assert result.stop_reason is StopReason.MAX_ITERATIONS
+    assert result.answer == answer
+
+
 def test_on_limit_force_makes_no_extra_call() -> None:
     model = ScriptedChatModel([action("search", "population of France")])
     result = ExplicitReActAgent(model, [search], max_iterations=1, on_limit="force").run("France?")

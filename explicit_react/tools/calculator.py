@@ -194,8 +194,8 @@ class CalculatorTool(BaseTool):
 
     name: str = "calculator"
     description: str = (
-        "Evaluate an arithmetic expression, e.g. (3 + 4) * sqrt(2). "
-        "Input: the expression. Supports + - * / // % **, sqrt, log, exp, sin, cos, pi, e, round, min, max."
+        "Evaluate one arithmetic expression. Input: the expression, written with numbers only (no words "
+        "or units). Supports + - * / // % ** and parentheses, sqrt, log, exp, sin, cos, pi, e, round, min, max."
     )
     args_schema: type[BaseModel] = CalculatorInput
     handle_tool_error: bool = True
