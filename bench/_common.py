@@ -61,3 +61,25 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
     path.write_text(
         json.dumps({**data, "machine": machine()}, indent=1, default=str) + "\n", encoding="utf-8"
     )
+
+
+# The text of the LangChain hub prompt "hwchase17/react", which create_react_agent's docs use.
+HUB_REACT_PROMPT = """Answer the following questions as best you can. You have access to the following tools:
+
+{tools}
+
+Use the following format:
+
+Question: the input question you must answer
+Thought: you should always think about what to do
+Action: the action to take, should be one of [{tool_names}]
+Action Input: the input to the action
+Observation: the result of the action
+... (this Thought/Action/Action Input/Observation can repeat N times)
+Thought: I now know the final answer
+Final Answer: the final answer to the original input question
+
+Begin!
+
+Question: {input}
+Thought:{agent_scratchpad}"""

@@ -36,8 +36,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import tool
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import RESULTS, median, table, write_json
-from overhead import HUB_REACT_PROMPT
+from _common import HUB_REACT_PROMPT, RESULTS, median, table, write_json
 
 from explicit_react import ExplicitReActAgent
 

@@ -23,8 +23,7 @@ from typing import Any
 from langchain_core.tools import tool
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import RESULTS, table, write_json
-from overhead import HUB_REACT_PROMPT
+from _common import HUB_REACT_PROMPT, RESULTS, table, write_json
 
 from explicit_react import ExplicitReActAgent
 from explicit_react.testing import ScriptedChatModel

@@ -35,31 +35,12 @@ from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import RESULTS, median, table, write_json
+from _common import HUB_REACT_PROMPT, RESULTS, median, table, write_json
 
 from explicit_react import ExplicitReActAgent
 from explicit_react.testing import ScriptedChatModel
 
 QUESTION = "Echo the numbers."
-HUB_REACT_PROMPT = """Answer the following questions as best you can. You have access to the following tools:
-
-{tools}
-
-Use the following format:
-
-Question: the input question you must answer
-Thought: you should always think about what to do
-Action: the action to take, should be one of [{tool_names}]
-Action Input: the input to the action
-Observation: the result of the action
-... (this Thought/Action/Action Input/Observation can repeat N times)
-Thought: I now know the final answer
-Final Answer: the final answer to the original input question
-
-Begin!
-
-Question: {input}
-Thought:{agent_scratchpad}"""
 
 
 @tool

@@ -38,26 +38,8 @@ RESULTS = HERE.parent / "results"
 QUESTIONS = HERE / "questions.json"
 KB_FOLDER = HERE / "kb"
 
-# The text of the LangChain hub prompt "hwchase17/react", which create_react_agent's docs use.
-HUB_REACT_PROMPT = """Answer the following questions as best you can. You have access to the following tools:
-
-{tools}
-
-Use the following format:
-
-Question: the input question you must answer
-Thought: you should always think about what to do
-Action: the action to take, should be one of [{tool_names}]
-Action Input: the input to the action
-Observation: the result of the action
-... (this Thought/Action/Action Input/Observation can repeat N times)
-Thought: I now know the final answer
-Final Answer: the final answer to the original input question
-
-Begin!
-
-Question: {input}
-Thought:{agent_scratchpad}"""
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _common import HUB_REACT_PROMPT  # noqa: E402
 
 CLASSIC_STOPPED = "Agent stopped due to iteration limit or time limit."
 
