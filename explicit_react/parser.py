@@ -76,11 +76,13 @@ _MARKDOWN_NOISE = re.compile(r"\A[*_]+\s*")
 _JSON_IN_CALL = re.compile(r"\A[A-Za-z_][\w.]*\s*\((?P<json>\s*\{.*\})\s*\)\s*\Z", re.S)
 _CALL = re.compile(r"\A(?P<name>[^()\[\]\n]+?)\s*\((?P<args>.*)\)\Z", re.S)
 _BRACKETS = re.compile(r"\A(?P<name>[^()\[\]\n]+?)\s*\[(?P<args>.*)\]\Z", re.S)
-# ``Action: knowledge_search, "price of X"`` or ``Action: calculator: 2 + 2`` (input written on the
-# Action line). A colon splits only when a space follows, so ``mcp:search`` stays one name.
+# ``Action: knowledge_search, "price of X"``, ``Action: calculator: 2 + 2`` or
+# ``Action: knowledge_search:search query: "x"``: the input written on the Action line. A colon with
+# no space after it splits only when the rest has a space, so ``mcp:search`` stays one name; a short
+# label (``input:``, ``query=``) is dropped when a quoted or JSON value follows it.
 _INLINE_INPUT = re.compile(
-    r"\A(?P<name>[A-Za-z_][\w.-]*)\s*(?:,|:(?=\s))\s*(?:(?:action[ _]?)?input\s*[:=]\s*)?(?P<rest>\S.*)\Z",
-    re.I,
+    r"\A(?P<name>[A-Za-z_][\w.-]*)(?:\s*,\s*|:\s+|:(?=\S*\s))"
+    r"(?:[A-Za-z_][\w ]{0,30}?\s*[:=]\s*(?=[\"'{]))?(?P<rest>\S.*)\Z",
 )
 _TOOL_NAME_NOISE = re.compile(r"\A[\s`'\"*_]+|[\s`'\"*_.,;:!]+\Z")
 _NO_TOOL = frozenset({"", "none", "null", "n/a", "nothing"})

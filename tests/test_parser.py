@@ -369,6 +369,18 @@ ACTIONS = [
     pytest.param(
         "Thought: t\nAction: mcp:search\nAction Input: q", "mcp:search", "q", id="colon-in-tool-name-kept"
     ),
+    pytest.param(
+        'Thought: t\nAction: knowledge_search:search query: "office where H2 is made"',
+        "knowledge_search",
+        "office where H2 is made",
+        id="inline-input-after-bare-colon-with-label",
+    ),
+    pytest.param(
+        'Thought: t\nAction: calculator:input: "100 - 50"',
+        "calculator",
+        "100 - 50",
+        id="inline-input-colon-label",
+    ),
     # ReAct paper / LangChain docstore bracket style.
     pytest.param("Thought: t\nAction: Search[Apollo 11]", "Search", "Apollo 11", id="bracket"),
     pytest.param(
