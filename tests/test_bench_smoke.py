@@ -109,3 +109,23 @@ def test_eval_with_a_scripted_model(tmp_path: Path, capsys: pytest.CaptureFixtur
 )
 def test_eval_answer_check(answer: str, expected: float | str, correct: bool) -> None:
     assert load("eval/run.py").is_correct(answer, expected) is correct
+
+
+def _record(answer: str, correct: bool, *trace: tuple[str, str]) -> dict[str, Any]:
+    steps = [{"action": action, "observation": observation} for action, observation in trace]
+    return {"answer": answer, "correct": correct, "trace": steps}
+
+
+@pytest.mark.parametrize(
+    ("record", "kind"),
+    [
+        (_record("3810", True, ("knowledge_search", "1. costs 1270")), None),
+        (_record("Agent stopped due to iteration limit or time limit.", False), "no_answer"),
+        (_record("I stopped because I kept repeating the same action.", False), "no_answer"),
+        (_record("$3000", False, ("calculator", "3000")), "never_looked_up"),
+        (_record("$3000", False, ("knowledge_search", "Error: empty query")), "never_looked_up"),
+        (_record("1270", False, ("knowledge_search", "1. costs 1270")), "wrong_after_lookup"),
+    ],
+)
+def test_eval_diagnoses_each_wrong_answer(record: dict[str, Any], kind: str | None) -> None:
+    assert load("eval/run.py").diagnose(record) == kind

@@ -205,6 +205,30 @@ FRAMEWORKS: dict[str, Callable[[Any, str, int], dict[str, Any]]] = {
 # --- the run ------------------------------------------------------------------------------------
 
 
+# What a framework says when it ends without an answer (explicit_react's limit sentences start "I ").
+_NO_ANSWER = re.compile(r"^(Agent stopped due to|I stopped because|I could not|I ran out of time)")
+
+FAILURE_KINDS = {
+    "no_answer": "the run ended without an answer",
+    "never_looked_up": "answered without one successful knowledge_search (a guessed fact)",
+    "wrong_after_lookup": "looked facts up, then picked the wrong ones or computed wrongly",
+}
+
+
+def diagnose(record: dict[str, Any]) -> str | None:
+    """Why a wrong answer is wrong, as one of ``FAILURE_KINDS`` (``None`` for a right answer)."""
+    if record["correct"]:
+        return None
+    if _NO_ANSWER.match(record["answer"].strip()):
+        return "no_answer"
+    looked_up = any(
+        step["action"] == "knowledge_search"
+        and not str(step["observation"]).startswith(("Error", "No passages"))
+        for step in record["trace"]
+    )
+    return "wrong_after_lookup" if looked_up else "never_looked_up"
+
+
 def summarise(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Success rate, parse failures, loops stopped, limits reached, mean steps, seconds and tokens."""
     n = len(records)
@@ -223,6 +247,7 @@ def summarise(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "mean_seconds": round(sum(r["seconds"] for r in records) / n, 1),
         "mean_tokens": round(sum(r["tokens"]["input"] + r["tokens"]["output"] for r in records) / n),
         "mean_output_tokens": round(sum(r["tokens"]["output"] for r in records) / n, 1),
+        "failures": {kind: sum(diagnose(r) == kind for r in records) for kind in FAILURE_KINDS},
     }
 
 
@@ -299,6 +324,9 @@ def print_summary(report: dict[str, Any]) -> None:
     print("|---|" + "---|" * len(names))
     for key in keys:
         print(f"| {key} | " + " | ".join(str(report["summary"][n].get(key, "")) for n in names) + " |")
+    for kind in FAILURE_KINDS:
+        counts = (str(report["summary"][n].get("failures", {}).get(kind, "")) for n in names)
+        print(f"| wrong: {kind} | " + " | ".join(counts) + " |")
 
 
 def rescore(path: Path) -> dict[str, Any]:
