@@ -28,6 +28,7 @@ from explicit_react.tools.calculator import CalculationError, evaluate
         ("exp(0) + cos(0) + sin(0)", "2"),
         ("(3 * 9400) * (1 - 0.08))", "25944"),  # a surplus ")" at the end is dropped
         ("sqrt(16)))", "4"),
+        ("sum(140, 65, 38)", "243"),
     ],
 )
 def test_arithmetic(expression: str, expected: str) -> None:
@@ -97,7 +98,14 @@ def test_huge_results_are_refused_at_once(expression: str) -> None:
         ("(-8) ** 0.5", "complex number"),
         ("", "Error: empty expression"),
         ("2 +", "Error: invalid expression"),
-        ("(3 * 1000)) / 1000", "Error: invalid expression"),  # a surplus ")" inside is not guessed at
+        ("(3 * 1000)) / 1000", "Error: invalid expression"),
+        # Words where numbers belong: say so, and what to do instead (Qwen 1.5B in bench/eval).
+        (
+            "Brisk Arm cost / Pellet cost",
+            "Error: the calculator takes numbers, not words or units ('Brisk', 'Arm', 'cost'",
+        ),
+        ("90 minutes / 38 minutes", "not words or units ('minutes'"),
+        ("lumacrab_price * 3", "Find each value first"),  # a surplus ")" inside is not guessed at
         ("(" * 5000 + "1" + ")" * 5000, "Error: expression too long"),
     ],
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import math
 import operator
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -50,6 +51,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "round": round,
     "min": min,
     "max": max,
+    "sum": lambda *values: sum(values),  # sum(140, 65, 38), as models write it
 }
 CONSTANTS: dict[str, float] = {"pi": math.pi, "e": math.e, "tau": math.tau}
 
@@ -69,6 +71,8 @@ def evaluate(expression: str) -> Number:
     try:
         tree = ast.parse(text, mode="eval")
     except SyntaxError as exc:
+        if words := _words(text):
+            raise CalculationError(_words_message(words, text)) from None
         raise CalculationError(f"invalid expression ({exc.msg}): {text!r}") from None
     except (RecursionError, MemoryError):
         raise CalculationError("expression is nested too deeply") from None
@@ -84,6 +88,24 @@ def evaluate(expression: str) -> Number:
         raise CalculationError("expression is nested too deeply") from None
     except (ValueError, TypeError) as exc:
         raise CalculationError(f"cannot compute {text!r}: {exc}") from None
+
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z_]+")
+
+
+def _words(text: str) -> list[str]:
+    """Words in ``text`` that are neither a function nor a constant (at most three, in order)."""
+    known = FUNCTIONS.keys() | CONSTANTS.keys()
+    found = dict.fromkeys(word for word in _WORD.findall(text) if word not in known)
+    return list(found)[:3]
+
+
+def _words_message(words: list[str], text: str) -> str:
+    # Small models write "Brisk Arm cost / Pellet cost" or "90 minutes / 38 minutes": say what to do.
+    return (
+        f"the calculator takes numbers, not words or units ({', '.join(map(repr, words))} in {text!r}). "
+        "Find each value first, with another tool if needed, then write the expression with the numbers alone"
+    )
 
 
 def _drop_surplus_closing_parentheses(text: str) -> str:
@@ -126,6 +148,8 @@ class _Evaluator:
             return CONSTANTS[node.id]
         if node.id in FUNCTIONS:
             raise CalculationError(f"{node.id} is a function; call it like {node.id}(2)")
+        if len(node.id) > 1:
+            raise CalculationError(_words_message([node.id], node.id))
         raise CalculationError(f"unknown name {node.id!r}; allowed constants: {', '.join(CONSTANTS)}")
 
     def _visit_UnaryOp(self, node: ast.UnaryOp) -> Number:
