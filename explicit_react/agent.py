@@ -252,9 +252,11 @@ class ExplicitReActAgent(Runnable[AgentInput, dict[str, Any]]):
         assert isinstance(action, Action)
         tool = self.executor.resolve(action.tool)
         if tool is None:
-            return Acted(
-                ToolOutcome(self.executor.unknown_tool_observation(action.tool), error="unknown_tool")
-            )
+            if (repeat := run.guard.check_repeat(action.tool, action.tool_input)) is not None:
+                return Acted(ToolOutcome(repeat.observation, error=repeat.error), action.tool, repeat.stop)
+            observation = self.executor.unknown_tool_observation(action.tool)
+            run.guard.record_failed_call(len(run.steps) + 1, action.tool, action.tool_input, observation)
+            return Acted(ToolOutcome(observation, error="unknown_tool"))
         verdict = run.guard.check(tool, action.tool_input)
         if verdict.run:
             return None

@@ -118,24 +118,40 @@ class RunGuard:
                 error="tool_denied",
                 stop=StopReason.TOOL_DENIED if self._denied_warnings > 1 else None,
             )
-        earlier = self._seen.get(call_signature(tool, tool_input))
-        if earlier is not None:
-            self._repeat_warnings += 1
-            step, observation = earlier
-            return Verdict(
-                run=False,
-                observation=render(
-                    load_template("repeated_call"),
-                    tool=tool,
-                    step=str(step),
-                    observation=truncate_middle(" ".join(observation.split()), 300),
-                ).strip(),
-                error="repeated_call",
-                stop=StopReason.LOOP_DETECTED if self._repeat_warnings > 1 else None,
-            )
+        if (repeat := self.check_repeat(tool, tool_input)) is not None:
+            return repeat
         if self.budget.max_tool_calls is not None and self.tool_calls >= self.budget.max_tool_calls:
             return Verdict(run=False, error="max_tool_calls", stop=StopReason.MAX_TOOL_CALLS)
         return ALLOW
+
+    def check_repeat(self, tool: str, tool_input: ToolInput) -> Verdict | None:
+        """A repeat verdict when this call was made before (warn once, then stop), else ``None``.
+
+        Also used for calls to a tool that does not exist: a model that keeps calling a made-up
+        tool with the same input is looping just the same.
+        """
+        earlier = self._seen.get(call_signature(tool, tool_input))
+        if earlier is None:
+            return None
+        self._repeat_warnings += 1
+        step, observation = earlier
+        return Verdict(
+            run=False,
+            observation=render(
+                load_template("repeated_call"),
+                tool=tool,
+                step=str(step),
+                observation=truncate_middle(" ".join(observation.split()), 300),
+            ).strip(),
+            error="repeated_call",
+            stop=StopReason.LOOP_DETECTED if self._repeat_warnings > 1 else None,
+        )
+
+    def record_failed_call(
+        self, step_number: int, tool: str, tool_input: ToolInput, observation: str
+    ) -> None:
+        """Remember a call that could not run (no such tool), for loop detection only."""
+        self._seen.setdefault(call_signature(tool, tool_input), (step_number, observation))
 
     def record_call(self, step_number: int, tool: str, tool_input: ToolInput, observation: str) -> None:
         """Remember a call that ran, for the tool-call budget and loop detection."""

@@ -76,6 +76,27 @@ def test_repeated_call_is_not_run_then_the_run_stops_with_loop_detected() -> Non
     assert len(model.calls) == 4  # stopped long before max_iterations=10
 
 
+def test_a_model_repeating_a_made_up_tool_is_stopped_as_a_loop() -> None:
+    # Qwen2.5 1.5B in bench/eval called a nonexistent 'lookup' with the same input until max_iterations.
+    model = ScriptedChatModel(
+        [action("lookup", "price"), action("lookup", "price"), action("lookup", "price"), final("Unknown.")]
+    )
+    result = ExplicitReActAgent(model, [search], max_iterations=10).run("q")
+    assert [step.error for step in result.steps] == ["unknown_tool", "repeated_call", "repeated_call"]
+    assert "there is no tool named 'lookup'" in result.steps[0].observation
+    assert "already called lookup with this input in step 1" in result.steps[1].observation
+    assert result.stop_reason is StopReason.LOOP_DETECTED
+    assert result.answer == "Unknown."
+    assert len(model.calls) == 4
+
+
+def test_a_made_up_tool_with_new_inputs_is_not_a_loop() -> None:
+    model = ScriptedChatModel([action("lookup", "a"), action("lookup", "b"), final("Done.")])
+    result = ExplicitReActAgent(model, [search], max_iterations=10).run("q")
+    assert [step.error for step in result.steps] == ["unknown_tool", "unknown_tool"]
+    assert result.stop_reason is StopReason.SUCCESS
+
+
 def test_a_b_a_b_cycle_is_caught() -> None:
     model = ScriptedChatModel(
         [
