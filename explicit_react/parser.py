@@ -76,13 +76,16 @@ _MARKDOWN_NOISE = re.compile(r"\A[*_]+\s*")
 _JSON_IN_CALL = re.compile(r"\A[A-Za-z_][\w.]*\s*\((?P<json>\s*\{.*\})\s*\)\s*\Z", re.S)
 _CALL = re.compile(r"\A(?P<name>[^()\[\]\n]+?)\s*\((?P<args>.*)\)\Z", re.S)
 _BRACKETS = re.compile(r"\A(?P<name>[^()\[\]\n]+?)\s*\[(?P<args>.*)\]\Z", re.S)
-# ``Action: knowledge_search, "price of X"``, ``Action: calculator: 2 + 2`` or
-# ``Action: knowledge_search:search query: "x"``: the input written on the Action line. A colon with
-# no space after it splits only when the rest has a space, so ``mcp:search`` stays one name; a short
-# label (``input:``, ``query=``) is dropped when a quoted or JSON value follows it.
-_INLINE_INPUT = re.compile(
-    r"\A(?P<name>[A-Za-z_][\w.-]*)(?:\s*,\s*|:\s+|:(?=\S*\s))"
-    r"(?:[A-Za-z_][\w ]{0,30}?\s*[:=]\s*(?=[\"'{]))?(?P<rest>\S.*)\Z",
+# The input written on the Action line: ``Action: knowledge_search, "price of X"``,
+# ``Action: calculator: 2 + 2``, ``Action: mcp:search, weather`` (a name may hold a colon), and
+# ``Action: knowledge_search:search query: "x"`` (a bare colon splits only when the rest has a
+# space, so ``mcp:search`` alone stays one name). A short label (``input:``, ``query=``) is dropped
+# when a quoted or JSON value follows it.
+_LABEL = r"[A-Za-z_][\w ]{0,30}?\s*[:=]\s*(?=[\"'{])"
+_INLINE_INPUTS = (  # tried in order
+    re.compile(r"\A(?P<name>[A-Za-z_][\w.-]*):" + _LABEL + r"(?P<rest>\S.*)\Z"),
+    re.compile(r"\A(?P<name>[A-Za-z_][\w.:-]*?)(?:\s*,\s*|:\s+)(?:" + _LABEL + r")?(?P<rest>\S.*)\Z"),
+    re.compile(r"\A(?P<name>[A-Za-z_][\w.-]*):(?=\S*\s)(?P<rest>\S.*)\Z"),
 )
 _TOOL_NAME_NOISE = re.compile(r"\A[\s`'\"*_]+|[\s`'\"*_.,;:!]+\Z")
 _NO_TOOL = frozenset({"", "none", "null", "n/a", "nothing"})
@@ -239,20 +242,26 @@ class _Found(NamedTuple):
 
 
 def _first_action(text: str, found: list[_Label], labels: Labels) -> _Found | None:
-    """The first Action that has an input: an Action Input label, or call/bracket syntax."""
+    """The first Action that has an input: an Action Input label, call/bracket syntax, or, when no
+    other Action follows, an input written on the Action line itself."""
     for index, label in enumerate(found):
         if label.kind != _ACTION:
             continue
         following = found[index + 1 :]
         value_end = following[0].start if following else len(text)
-        tool, call_input = _tool_and_arguments(text[label.end : value_end])
+        tool, call_input, inline_input = _tool_and_arguments(text[label.end : value_end])
         next_step = next((other for other in following if other.kind in (_ACTION, _INPUT)), None)
         if next_step is not None and next_step.kind == _INPUT:
             raw_input = text[next_step.end : _value_end(text, found, next_step)]
-            use_call = call_input is not None and raw_input.strip().lower() in _NO_INPUT
-            tool_input = call_input if use_call else _tool_input(raw_input)
+            written = call_input if call_input is not None else inline_input
+            use_written = written is not None and raw_input.strip().lower() in _NO_INPUT
+            tool_input = written if use_written else _tool_input(raw_input)
         elif call_input is not None:
             tool_input = call_input
+        elif inline_input is not None and next_step is None:
+            if tool.lower() in _NO_TOOL:  # "Action: None, I know the answer": not an action
+                continue
+            tool_input = inline_input
         else:
             continue
         if tool.lower() in _NO_TOOL:
@@ -366,19 +375,20 @@ def _blob_parts(blob: dict[str, Any]) -> tuple[str, Any] | None:
 
 
 # -- 5. Normalise ---------------------------------------------------------------------------------
-def _tool_and_arguments(value: str) -> tuple[str, ToolInput | None]:
-    """The tool name on an Action line and, for call or bracket syntax, the arguments written with it."""
+def _tool_and_arguments(value: str) -> tuple[str, ToolInput | None, ToolInput | None]:
+    """The tool name on an Action line, the arguments of call or bracket syntax, and an input
+    written after the name (``None`` for each that is not there)."""
     value = _TOOL_NAME_NOISE.sub("", value.strip())
     if call := _CALL.match(value):
-        return _tool_name(call["name"]), _call_arguments(call["args"])
+        return _tool_name(call["name"]), _call_arguments(call["args"]), None
     if brackets := _BRACKETS.match(value):
-        return _tool_name(brackets["name"]), _tool_input(brackets["args"]) if brackets[
-            "args"
-        ].strip() else None
-    first_line = next((line for line in value.splitlines() if line.strip()), "")
-    if inline := _INLINE_INPUT.match(first_line.strip()):
-        return inline["name"], _tool_input(inline["rest"])
-    return _tool_name(first_line), None
+        args = brackets["args"]
+        return _tool_name(brackets["name"]), _tool_input(args) if args.strip() else None, None
+    first_line = next((line for line in value.splitlines() if line.strip()), "").strip()
+    for pattern in _INLINE_INPUTS:
+        if inline := pattern.match(first_line):
+            return inline["name"], None, _tool_input(inline["rest"])
+    return _tool_name(first_line), None, None
 
 
 def _tool_name(name: str) -> str:

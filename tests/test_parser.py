@@ -381,6 +381,18 @@ ACTIONS = [
         "100 - 50",
         id="inline-input-colon-label",
     ),
+    pytest.param(
+        "Thought: t\nAction: mcp:search, weather in Oslo",
+        "mcp:search",
+        "weather in Oslo",
+        id="inline-input-colon-name",
+    ),
+    pytest.param(
+        "Thought: My next Action: search, then compute.\nAction: search\nAction Input: Lumacrab price",
+        "search",
+        "Lumacrab price",
+        id="inline-input-only-when-no-action-follows",
+    ),
     # ReAct paper / LangChain docstore bracket style.
     pytest.param("Thought: t\nAction: Search[Apollo 11]", "Search", "Apollo 11", id="bracket"),
     pytest.param(
@@ -490,6 +502,7 @@ def test_action(text: str, tool: str, tool_input: object) -> None:
 # -- Final answers: (text, answer) ----------------------------------------------------------------
 FINALS = [
     pytest.param("Thought: I now know the final answer\nFinal Answer: 42", "42", id="plain"),
+    pytest.param("Action: None, I know the answer\nFinal Answer: 4", "4", id="no-tool-inline-then-final"),
     pytest.param("Thought: done\nfinal answer: 42", "42", id="lowercase"),
     pytest.param("Thought: done\nFINAL ANSWER: 42", "42", id="uppercase"),
     pytest.param("Thought: done\n**Final Answer:** 42", "42", id="bold"),
