@@ -10,7 +10,6 @@ are data (``AgentResult.stop_reason``), never exceptions.
 
 from __future__ import annotations
 
-import re
 from collections.abc import AsyncIterator, Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +28,7 @@ from explicit_react.deadline import DeadlineExceeded
 from explicit_react.errors import ConfigurationError, ModelCallError
 from explicit_react.executor import ToolExecutor, ToolOutcome, as_tool
 from explicit_react.llm import Completion, ModelAdapter
+from explicit_react.parser import plain_text
 from explicit_react.policy import Budget, RunGuard
 from explicit_react.prompt import Message, ReActPrompt, ToolSpec
 from explicit_react.scratchpad import ScratchpadLimits, truncate_middle
@@ -585,19 +585,14 @@ _STOPPED = {
 
 _NO_COMPLETION = Completion("", TokenUsage(), 0.0)
 
-# Any ReAct label at the start of a line: a reply with none of them is plain prose.
-_REACT_LABEL = re.compile(r"^\W*(thought|action|action input|observation|final answer)\W*:", re.I | re.M)
-
 
 def _answer_at_limit(turn: Turn, fallback: str) -> str:
-    """The answer in the tool-free call's reply: its Final Answer, or the reply itself when it is plain
-    prose (told to answer, small models often just answer); a reply that still asks for a tool, or
-    is empty, gives ``fallback``."""
+    """The answer in the tool-free call's reply: its Final Answer, or the reply itself when it is
+    plain prose; a reply that still asks for a tool, or is empty, gives ``fallback``."""
     if isinstance(turn.decision, FinalAnswer) and turn.decision.answer.strip():
         return turn.decision.answer
-    if turn.decision is None and turn.text.strip() and not _REACT_LABEL.search(turn.text):
-        return turn.text.strip()
-    return fallback
+    prose = plain_text(turn.text) if turn.decision is None else None
+    return prose or fallback
 
 
 def _agent_action(tool: str, action: Action, turn: Turn) -> AgentAction:

@@ -186,6 +186,16 @@ def parse(text: str, *, labels: Labels = DEFAULT_LABELS) -> Action | FinalAnswer
     raise _missing_parts(text, found, labels)
 
 
+def plain_text(text: str, *, labels: Labels = DEFAULT_LABELS) -> str | None:
+    """The reply, cleaned, when it has none of the labels (plain prose); ``None`` when it has any.
+
+    The agent uses it on the tool-free call at a limit: told to answer, small models often just do.
+    """
+    grammar = _grammar(labels)
+    text = _clean(text, grammar).strip()
+    return text if text and not _find_labels(text, grammar) else None
+
+
 # -- 1. Clean ---------------------------------------------------------------------------------------
 def _clean(text: str, grammar: _Grammar) -> str:
     """Normalise line endings, drop leaked special tokens, unwrap a fence around the whole reply."""

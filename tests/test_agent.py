@@ -200,6 +200,15 @@ def test_iteration_limit_with_no_usable_final_reply_says_so() -> None:
     [
         ("About 68 million people.", "About 68 million people."),  # plain prose is the answer
         ("Thought: I should search again.", "I could not find an answer within the allowed number of steps."),
+        (
+            "Thought 1: I should search again.",
+            "I could not find an answer within the allowed number of steps.",
+        ),
+        (
+            "I will search again. Action: search",
+            "I could not find an answer within the allowed number of steps.",
+        ),
+        ("About 68 million.<|im_end|>", "About 68 million."),
         ("", "I could not find an answer within the allowed number of steps."),
     ],
 )
