@@ -96,9 +96,12 @@ def test_tokenize_and_split() -> None:
     # Paragraphs stay apart (a passage never mixes two of them); sentences of one paragraph pack.
     assert split_passages("one.\n\ntwo.", 100) == ["one.", "two."]
     assert split_passages("First one. Second one. Third one.", 24) == ["First one. Second one.", "Third one."]
-    # A heading stays with the paragraph under it; a heading at the end stands alone.
-    assert split_passages("# Prices\n\nThe Pellet costs 120 dollars.\n\n# End", 100) == [
+    # A heading stays with the paragraph under it, with or without a blank line between them; the
+    # next section starts its own passage; a heading with nothing under it is no passage.
+    text = "# Prices\n\nThe Pellet costs 120 dollars.\n\n# Lumacrab\nThe Lumacrab costs 1270.\n\n# End"
+    assert split_passages(text, 100) == [
         "# Prices The Pellet costs 120 dollars.",
-        "# End",
+        "# Lumacrab The Lumacrab costs 1270.",
     ]
+    assert split_passages("# A\n\n# B\n\nText.", 100) == ["# B Text."]
     assert split_passages("a" * 250, 100) == ["a" * 100, "a" * 100, "a" * 50]

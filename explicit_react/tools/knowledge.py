@@ -43,32 +43,33 @@ def _singular(word: str) -> str:
     return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
 
 
+_HEADING = re.compile(r"\A#{1,6}\s[^\n]*")
+
+
 def split_passages(text: str, max_chars: int) -> list[str]:
     """Split text into passages of at most ``max_chars``: one per paragraph, long ones cut at sentences.
 
     Paragraphs are never packed together (neighbouring paragraphs are often about different
     things, and a passage that mixes them misleads a small model: "The Lumacrab costs 1270
-    dollars. The Tidewalker T9 costs 9400 dollars."). A Markdown heading is kept with the
-    paragraph after it, so a passage still says what it is about. A long paragraph is cut at
-    sentence breaks (then at word breaks), and its sentences are packed back up to ``max_chars``.
+    dollars. The Tidewalker T9 costs 9400 dollars."). A Markdown heading line is kept with the
+    paragraph after it (the latest heading only), so a passage still says what it is about. A long
+    paragraph is cut at sentence breaks (then at word breaks), and its sentences are packed back up
+    to ``max_chars``.
     """
     passages: list[str] = []
     heading = ""
-    for paragraph in re.split(r"\n\s*\n", text):
-        paragraph = " ".join(paragraph.split())
+    for block in re.split(r"\n\s*\n", text):
+        block = block.strip()
+        if match := _HEADING.match(block):
+            heading = " ".join(match.group().split())[: max_chars // 2]
+            block = block[match.end() :]
+        paragraph = " ".join(block.split())
         if not paragraph:
-            continue
-        if paragraph.startswith("#") and len(paragraph) < max_chars // 2:
-            heading = f"{heading} {paragraph}".strip()
             continue
         if heading and len(heading) + 1 + len(paragraph) <= max_chars:
             paragraph = f"{heading} {paragraph}"
-        elif heading:
-            passages.append(heading)
-        heading = ""
         passages += _pack_sentences(paragraph, max_chars)
-    if heading:
-        passages.append(heading)
+        heading = ""
     return passages
 
 
