@@ -255,7 +255,7 @@ class ExplicitReActAgent(Runnable[AgentInput, dict[str, Any]]):
             if (repeat := run.guard.check_repeat(action.tool, action.tool_input)) is not None:
                 return Acted(ToolOutcome(repeat.observation, error=repeat.error), action.tool, repeat.stop)
             observation = self.executor.unknown_tool_observation(action.tool)
-            run.guard.record_failed_call(len(run.steps) + 1, action.tool, action.tool_input, observation)
+            run.guard.record_call(len(run.steps) + 1, action.tool, action.tool_input, observation, ran=False)
             return Acted(ToolOutcome(observation, error="unknown_tool"))
         verdict = run.guard.check(tool, action.tool_input)
         if verdict.run:

@@ -188,7 +188,7 @@ class ModelAdapter:
             except Exception as exc:
                 if binding and isinstance(exc, TimeoutError):
                     raise DeadlineExceeded("time ran out while waiting for the model") from exc
-                delay = self._give_up_unless_retryable(exc, attempt, deadline)
+                delay = self._retry_delay(exc, attempt, deadline)
             time.sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -205,19 +205,18 @@ class ModelAdapter:
             except Exception as exc:
                 if binding and isinstance(exc, TimeoutError):
                     raise DeadlineExceeded("time ran out while waiting for the model") from exc
-                delay = self._give_up_unless_retryable(exc, attempt, deadline)
+                delay = self._retry_delay(exc, attempt, deadline)
             await asyncio.sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _give_up_unless_retryable(self, exc: Exception, attempt: int, deadline: Deadline | None) -> float:
+    def _retry_delay(self, exc: Exception, attempt: int, deadline: Deadline | None) -> float:
         """The delay before the next attempt; raises ``ModelCallError`` when there is none to make.
 
         The delay is drawn once, so the wait that is checked against the deadline is the wait slept.
         """
         delay = self._delay(attempt)
-        out_of_time = deadline is not None and (deadline.remaining() or 0) <= delay
-        if deadline is not None and deadline.seconds is None:
-            out_of_time = False
+        remaining = deadline.remaining() if deadline is not None else None
+        out_of_time = remaining is not None and remaining <= delay
         if is_transient(exc) and attempt < self.max_retries and not out_of_time:
             return delay
         tries = f" after {attempt + 1} attempts" if attempt else ""

@@ -147,15 +147,16 @@ class RunGuard:
             stop=StopReason.LOOP_DETECTED if self._repeat_warnings > 1 else None,
         )
 
-    def record_failed_call(
-        self, step_number: int, tool: str, tool_input: ToolInput, observation: str
+    def record_call(
+        self, step_number: int, tool: str, tool_input: ToolInput, observation: str, *, ran: bool = True
     ) -> None:
-        """Remember a call that could not run (no such tool), for loop detection only."""
-        self._seen.setdefault(call_signature(tool, tool_input), (step_number, observation))
+        """Remember a call, for loop detection and (when it ran) the tool-call budget.
 
-    def record_call(self, step_number: int, tool: str, tool_input: ToolInput, observation: str) -> None:
-        """Remember a call that ran, for the tool-call budget and loop detection."""
-        self.tool_calls += 1
+        ``ran=False`` is a call that could not run (no such tool): it counts as made, for loop
+        detection only.
+        """
+        if ran:
+            self.tool_calls += 1
         self._seen.setdefault(call_signature(tool, tool_input), (step_number, observation))
 
     def record_tokens(self, total: int) -> None:

@@ -78,9 +78,12 @@ class GeneralQAAgent:
 
         knowledge = KnowledgeBaseTool.from_documents(documents)
         tools = [*self.react_agent.tools, knowledge]
-        kwargs = dict(self.agent_kwargs)
-        if kwargs.get("allowed_tools") is not None:  # the search over the caller's own documents is allowed
-            kwargs["allowed_tools"] = {*kwargs["allowed_tools"], knowledge.name}
+        allowed = self.react_agent.allowed_tools
+        # The search over the caller's own documents is always allowed, even by an empty allowlist.
+        kwargs = {
+            **self.agent_kwargs,
+            "allowed_tools": None if allowed is None else {*allowed, knowledge.name},
+        }
         return ExplicitReActAgent(self.llm, tools, **kwargs)
 
     def answer(self, query: str, context: Sequence[Mapping[str, Any]] | None = None) -> dict[str, Any]:

@@ -402,3 +402,10 @@ def test_verbose_trace_prints_turn_counters() -> None:
 def test_default_toolset_is_web_search_and_python() -> None:
     agent = ExplicitReActAgent(ScriptedChatModel([]))
     assert sorted(t.name for t in agent.tools) == ["python_repl", "web_search"]
+
+
+def test_the_public_names_are_listed_once_for_lazy_loading() -> None:
+    import explicit_react
+
+    assert sorted(explicit_react._HOMES) == explicit_react.__all__
+    assert all(getattr(explicit_react, name) is not None for name in explicit_react.__all__)

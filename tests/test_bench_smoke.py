@@ -121,7 +121,11 @@ def _record(answer: str, correct: bool, *trace: tuple[str, str]) -> dict[str, An
     [
         (_record("3810", True, ("knowledge_search", "1. costs 1270")), None),
         (_record("Agent stopped due to iteration limit or time limit.", False), "no_answer"),
-        (_record("I stopped because I kept repeating the same action.", False), "no_answer"),
+        (_record("I could not find an answer within the allowed number of steps.", False), "no_answer"),
+        (
+            _record("I could not say exactly; about 3000.", False),
+            "never_looked_up",
+        ),  # an answer, though hedged
         (_record("$3000", False, ("calculator", "3000")), "never_looked_up"),
         (_record("$3000", False, ("knowledge_search", "Error: empty query")), "never_looked_up"),
         (_record("1270", False, ("knowledge_search", "1. costs 1270")), "wrong_after_lookup"),

@@ -98,14 +98,15 @@ def test_huge_results_are_refused_at_once(expression: str) -> None:
         ("(-8) ** 0.5", "complex number"),
         ("", "Error: empty expression"),
         ("2 +", "Error: invalid expression"),
-        ("(3 * 1000)) / 1000", "Error: invalid expression"),
+        ("(3 * 1000)) / 1000", "Error: invalid expression"),  # a surplus ")" inside is not guessed at
         # Words where numbers belong: say so, and what to do instead (Qwen 1.5B in bench/eval).
         (
             "Brisk Arm cost / Pellet cost",
             "Error: the calculator takes numbers, not words or units ('Brisk', 'Arm', 'cost'",
         ),
         ("90 minutes / 38 minutes", "not words or units ('minutes'"),
-        ("lumacrab_price * 3", "Find each value first"),  # a surplus ")" inside is not guessed at
+        ("lumacrab_price * 3", "Find each value first"),
+        ("2 * PI", "unknown name 'PI'; allowed constants: pi, e, tau"),  # a constant's name, miscased
         ("(" * 5000 + "1" + ")" * 5000, "Error: expression too long"),
     ],
 )

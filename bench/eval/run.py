@@ -31,6 +31,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult, LLMResult
 from langchain_core.tools import BaseTool
 
 from explicit_react import ExplicitReActAgent
+from explicit_react.agent import _STOPPED  # the sentences a run ends with when it has no answer
 from explicit_react.tools import KnowledgeBaseTool, calculator
 
 HERE = Path(__file__).resolve().parent
@@ -205,8 +206,8 @@ FRAMEWORKS: dict[str, Callable[[Any, str, int], dict[str, Any]]] = {
 # --- the run ------------------------------------------------------------------------------------
 
 
-# What a framework says when it ends without an answer (explicit_react's limit sentences start "I ").
-_NO_ANSWER = re.compile(r"^(Agent stopped due to|I stopped because|I could not|I ran out of time)")
+# What each framework says when it ends without an answer.
+_NO_ANSWER = {CLASSIC_STOPPED, *_STOPPED.values()}
 
 FAILURE_KINDS = {
     "no_answer": "the run ended without an answer",
@@ -219,7 +220,7 @@ def diagnose(record: dict[str, Any]) -> str | None:
     """Why a wrong answer is wrong, as one of ``FAILURE_KINDS`` (``None`` for a right answer)."""
     if record["correct"]:
         return None
-    if _NO_ANSWER.match(record["answer"].strip()):
+    if record["answer"].strip() in _NO_ANSWER:
         return "no_answer"
     looked_up = any(
         step["action"] == "knowledge_search"

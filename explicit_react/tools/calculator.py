@@ -71,13 +71,13 @@ def evaluate(expression: str) -> Number:
     try:
         tree = ast.parse(text, mode="eval")
     except SyntaxError as exc:
-        if words := _words(text):
-            raise CalculationError(_words_message(words, text)) from None
-        raise CalculationError(f"invalid expression ({exc.msg}): {text!r}") from None
+        raise _words_error(text) or CalculationError(f"invalid expression ({exc.msg}): {text!r}") from None
     except (RecursionError, MemoryError):
         raise CalculationError("expression is nested too deeply") from None
     try:
         return _Evaluator().visit(tree.body)
+    except _UnknownName as exc:
+        raise _words_error(text) or exc from None
     except CalculationError:
         raise
     except ZeroDivisionError:
@@ -93,19 +93,21 @@ def evaluate(expression: str) -> Number:
 _WORD = re.compile(r"[A-Za-z_][A-Za-z_]+")
 
 
-def _words(text: str) -> list[str]:
-    """Words in ``text`` that are neither a function nor a constant (at most three, in order)."""
-    known = FUNCTIONS.keys() | CONSTANTS.keys()
-    found = dict.fromkeys(word for word in _WORD.findall(text) if word not in known)
-    return list(found)[:3]
-
-
-def _words_message(words: list[str], text: str) -> str:
-    # Small models write "Brisk Arm cost / Pellet cost" or "90 minutes / 38 minutes": say what to do.
-    return (
+def _words_error(text: str) -> CalculationError | None:
+    """An error that says words stand where numbers belong ("Brisk Arm cost / Pellet cost",
+    "90 minutes / 38 minutes", as small models write), or ``None`` when there are no such words."""
+    known = {name.lower() for name in (*FUNCTIONS, *CONSTANTS)}
+    words = list(dict.fromkeys(w for w in _WORD.findall(text) if w.lower() not in known))[:3]
+    if not words:
+        return None
+    return CalculationError(
         f"the calculator takes numbers, not words or units ({', '.join(map(repr, words))} in {text!r}). "
         "Find each value first, with another tool if needed, then write the expression with the numbers alone"
     )
+
+
+class _UnknownName(CalculationError):
+    """A name that is neither a constant nor a function."""
 
 
 def _drop_surplus_closing_parentheses(text: str) -> str:
@@ -148,9 +150,7 @@ class _Evaluator:
             return CONSTANTS[node.id]
         if node.id in FUNCTIONS:
             raise CalculationError(f"{node.id} is a function; call it like {node.id}(2)")
-        if len(node.id) > 1:
-            raise CalculationError(_words_message([node.id], node.id))
-        raise CalculationError(f"unknown name {node.id!r}; allowed constants: {', '.join(CONSTANTS)}")
+        raise _UnknownName(f"unknown name {node.id!r}; allowed constants: {', '.join(CONSTANTS)}")
 
     def _visit_UnaryOp(self, node: ast.UnaryOp) -> Number:
         unary = _UNARY_OPERATORS.get(type(node.op))
