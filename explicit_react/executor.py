@@ -82,10 +82,15 @@ class ToolExecutor:
     def unknown_tool_observation(self, name: str) -> str:
         """The observation for a tool name that matches no tool: the real names and the closest one."""
         names = sorted(self.tools)
+        if not names:
+            return f"Error: there is no tool named {name!r}. There are no tools: answer without them."
         close = difflib.get_close_matches(name, names, n=1, cutoff=0.5)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
-        available = ", ".join(names) if names else "(none: answer without tools)"
-        return f"Error: there is no tool named {name!r}.{hint} Available tools: {available}."
+        if close:
+            return f"Error: there is no tool named {name!r}. Did you mean {close[0]!r}? Available tools: {', '.join(names)}."
+        # No name is close: say what each tool does, so the model can map its idea to a real tool
+        # (Qwen2.5 1.5B asked for 'battery_catalog' and 'employee_database' when it had knowledge_search).
+        tools = "\n".join(f"- {n}: {_first_sentence(self.tools[n].description)}" for n in names[:12])
+        return f"Error: there is no tool named {name!r}. Use one of these tools instead:\n{tools}"
 
     def fit_input(self, name: str, tool_input: ToolInput) -> str | dict[str, Any]:
         """The model's input shaped for the tool: text for text tools, a dict of arguments otherwise.
@@ -249,3 +254,8 @@ def _json_object(text: str) -> dict[str, Any] | None:
     except ValueError:
         value = json_repair.loads(stripped)
     return value if isinstance(value, dict) else None
+
+
+def _first_sentence(text: str, limit: int = 100) -> str:
+    sentence = " ".join(text.split()).split(". ", 1)[0].rstrip(".")
+    return sentence[: limit - 1].rstrip() + "…" if len(sentence) > limit else sentence + "."

@@ -105,3 +105,19 @@ def test_duplicate_names_and_non_tools_are_configuration_errors() -> None:
         ToolExecutor([search, search])
     with pytest.raises(ConfigurationError, match="BaseTool or a function"):
         as_tool("search")  # type: ignore[arg-type]
+
+
+def test_an_unknown_tool_gets_the_closest_name_or_what_each_tool_does() -> None:
+    executor = ToolExecutor([search, subtract])
+    close = executor.execute("serch", "x")
+    assert close.error == "unknown_tool"
+    assert close.observation == (
+        "Error: there is no tool named 'serch'. Did you mean 'search'? Available tools: search, subtract."
+    )
+    far = executor.execute("population_database", "Paris").observation
+    assert far.startswith(
+        "Error: there is no tool named 'population_database'. Use one of these tools instead:\n"
+    )
+    assert f"\n- search: {search.description.split('. ')[0].rstrip('.')}." in far
+    assert "\n- subtract: " in far
+    assert ToolExecutor([]).execute("x", "y").observation.endswith("There are no tools: answer without them.")
