@@ -12,6 +12,8 @@ slows Python down and would spoil the timing.
 
 explicit_react's ``ExplicitReActAgent.abatch`` is compared with the classic ``AgentExecutor.abatch``
 (same model, tool and hub ReAct prompt), both with ``config={"max_concurrency": c}``.
+A third row runs explicit_react with the model as a plain async function (same replies, same
+delay) instead of a LangChain chat model, to show how much of the cost is the chat-model machinery.
 
     python bench/concurrency.py [--questions 200] [--delay 0.05] [--quick] [--out PATH]
 """
@@ -97,6 +99,26 @@ def explicit_batch(delay: float) -> Batch:
     return batch
 
 
+def explicit_function_batch(delay: float) -> Batch:
+    """explicit_react with the model as a plain ``async def complete(messages) -> str`` (the seed's
+    shape, which the classic agent cannot take): shows how much of the cost is LangChain's
+    chat-model machinery rather than the agent's."""
+    keyed = QuestionKeyedModel(delay=delay)
+
+    async def complete(messages: list[dict[str, str]]) -> str:
+        await asyncio.sleep(delay)
+        reply = keyed._reply([AIMessage(content="\n".join(m["content"] for m in messages))])
+        return str(reply.generations[0].message.content)
+
+    agent = ExplicitReActAgent(complete, [lookup], max_iterations=3)
+
+    async def batch(questions: list[str], concurrency: int) -> list[str]:
+        outputs = await agent.abatch(questions, config={"max_concurrency": concurrency})
+        return [o["output"] for o in outputs]
+
+    return batch
+
+
 def classic_batch(delay: float) -> Batch:
     from langchain_classic.agents import AgentExecutor, create_react_agent
     from langchain_core.prompts import PromptTemplate
@@ -117,6 +139,7 @@ def classic_batch(delay: float) -> Batch:
 FRAMEWORKS: dict[str, Callable[[float], Batch]] = {
     "explicit_react": explicit_batch,
     "classic AgentExecutor": classic_batch,
+    "explicit_react, model as an async function": explicit_function_batch,
 }
 
 
