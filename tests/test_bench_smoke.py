@@ -57,8 +57,10 @@ def test_concurrency(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert [(r["framework"], r["concurrency"]) for r in data["rows"]] == [
         ("explicit_react", 1),
         ("classic AgentExecutor", 1),
+        ("explicit_react, model as an async function", 1),
         ("explicit_react", 5),
         ("classic AgentExecutor", 5),
+        ("explicit_react, model as an async function", 5),
     ]
     assert all(r["efficiency"] > 0 and r["kib_per_concurrent_run"] > 0 for r in data["rows"])
 
