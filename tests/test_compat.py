@@ -571,6 +571,21 @@ def test_loop_detection_refuses_a_repeated_call_and_can_be_turned_off() -> None:
     assert calls == ["x", "x", "x"]
 
 
+def test_loop_detection_covers_a_made_up_tool_called_again() -> None:
+    script = [act("lookup", "x")] * 3 + [answer("done")]
+    mine, _ = ours(script[:3], return_intermediate_steps=True)
+    result = mine.invoke({"input": "q"})
+    observations = [observation for _, observation in result["intermediate_steps"]]
+    assert "there is no tool named 'lookup'" in observations[0]
+    assert observations[1].startswith("Error: you already called lookup with this input in step 1")
+    assert result["output"] == FORCE_STOP_TEXT and mine.last_stop_reason is StopReason.LOOP_DETECTED
+    async_run, _ = ours(script[:3])
+    assert asyncio.run(async_run.ainvoke({"input": "q"}))["output"] == FORCE_STOP_TEXT
+    assert async_run.last_stop_reason is StopReason.LOOP_DETECTED
+    unguarded, _ = ours(script, detect_loops=False)
+    assert unguarded.invoke({"input": "q"})["output"] == "done"
+
+
 # -- Packaging -----------------------------------------------------------------------------------
 def test_importing_explicit_react_does_not_import_langchain_classic() -> None:
     code = "import sys, explicit_react; print('langchain_classic' in sys.modules)"
