@@ -252,11 +252,9 @@ class ExplicitReActAgent(Runnable[AgentInput, dict[str, Any]]):
         assert isinstance(action, Action)
         tool = self.executor.resolve(action.tool)
         if tool is None:
-            if (repeat := run.guard.check_repeat(action.tool, action.tool_input)) is not None:
-                return Acted(ToolOutcome(repeat.observation, error=repeat.error), action.tool, repeat.stop)
-            observation = self.executor.unknown_tool_observation(action.tool)
-            run.guard.record_call(len(run.steps) + 1, action.tool, action.tool_input, observation, ran=False)
-            return Acted(ToolOutcome(observation, error="unknown_tool"))
+            unknown = self.executor.unknown_tool_observation(action.tool)
+            verdict = run.guard.check_unknown(len(run.steps) + 1, action.tool, action.tool_input, unknown)
+            return Acted(ToolOutcome(verdict.observation, error=verdict.error), action.tool, verdict.stop)
         verdict = run.guard.check(tool, action.tool_input)
         if verdict.run:
             return None

@@ -618,9 +618,12 @@ class AgentExecutor(Runnable[dict[str, Any], dict[str, Any]]):
         observation = await _EchoTool(name="_Exception").arun(action.tool_input, callbacks=run.callbacks)
         return _Acted(AgentStep(action=action, observation=observation))
 
-    def _repeated_unknown(self, action: AgentAction, run: _Run) -> Verdict | None:
-        """A made-up tool called again with the same input is a loop too (when loops are detected)."""
-        return run.guard.check_repeat(action.tool, action.tool_input) if self.detect_loops else None
+    def _unknown_verdict(self, action: AgentAction, run: _Run) -> Verdict:
+        """A call to a made-up tool; called again with the same input, a loop (when loops are detected)."""
+        unknown = self._executor.unknown_tool_observation(action.tool)
+        if not self.detect_loops:
+            return Verdict(run=False, observation=unknown, error="unknown_tool")
+        return run.guard.check_unknown(len(run.steps) + 1, action.tool, action.tool_input, unknown)
 
     def _verdict(self, tool: str, action: AgentAction, run: _Run) -> Verdict:
         return run.guard.check(tool, action.tool_input) if self.detect_loops else ALLOW
@@ -630,11 +633,10 @@ class AgentExecutor(Runnable[dict[str, Any], dict[str, Any]]):
         run.manager.on_agent_action(action, color="green")
         tool = self._executor.resolve(action.tool)
         if tool is None:
-            if (repeat := self._repeated_unknown(action, run)) is not None:
-                return _Acted(AgentStep(action=action, observation=repeat.observation), stop=repeat.stop)
-            unknown = self._executor.unknown_tool_observation(action.tool)
-            observation = _EchoTool(name="invalid_tool").run(unknown, callbacks=run.callbacks)
-            run.guard.record_call(len(run.steps) + 1, action.tool, action.tool_input, observation, ran=False)
+            unknown = self._unknown_verdict(action, run)
+            if unknown.error != "unknown_tool":  # a repeat: answered from the guard, no tool event
+                return _Acted(AgentStep(action=action, observation=unknown.observation), stop=unknown.stop)
+            observation = _EchoTool(name="invalid_tool").run(unknown.observation, callbacks=run.callbacks)
             return _Acted(AgentStep(action=action, observation=observation))
         verdict = self._verdict(tool, action, run)
         if not verdict.run:
@@ -649,11 +651,12 @@ class AgentExecutor(Runnable[dict[str, Any], dict[str, Any]]):
         await run.manager.on_agent_action(action, color="green")
         tool = self._executor.resolve(action.tool)
         if tool is None:
-            if (repeat := self._repeated_unknown(action, run)) is not None:
-                return _Acted(AgentStep(action=action, observation=repeat.observation), stop=repeat.stop)
-            unknown = self._executor.unknown_tool_observation(action.tool)
-            observation = await _EchoTool(name="invalid_tool").arun(unknown, callbacks=run.callbacks)
-            run.guard.record_call(len(run.steps) + 1, action.tool, action.tool_input, observation, ran=False)
+            unknown = self._unknown_verdict(action, run)
+            if unknown.error != "unknown_tool":  # a repeat: answered from the guard, no tool event
+                return _Acted(AgentStep(action=action, observation=unknown.observation), stop=unknown.stop)
+            observation = await _EchoTool(name="invalid_tool").arun(
+                unknown.observation, callbacks=run.callbacks
+            )
             return _Acted(AgentStep(action=action, observation=observation))
         verdict = self._verdict(tool, action, run)
         if not verdict.run:

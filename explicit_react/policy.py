@@ -127,8 +127,8 @@ class RunGuard:
     def check_repeat(self, tool: str, tool_input: ToolInput) -> Verdict | None:
         """A repeat verdict when this call was made before (warn once, then stop), else ``None``.
 
-        Also used for calls to a tool that does not exist: a model that keeps calling a made-up
-        tool with the same input is looping just the same.
+        ``check_unknown`` uses it too: a model that keeps calling a made-up tool with the same
+        input is looping just the same.
         """
         earlier = self._seen.get(call_signature(tool, tool_input))
         if earlier is None:
@@ -147,16 +147,17 @@ class RunGuard:
             stop=StopReason.LOOP_DETECTED if self._repeat_warnings > 1 else None,
         )
 
-    def record_call(
-        self, step_number: int, tool: str, tool_input: ToolInput, observation: str, *, ran: bool = True
-    ) -> None:
-        """Remember a call, for loop detection and (when it ran) the tool-call budget.
+    def check_unknown(self, step_number: int, tool: str, tool_input: ToolInput, observation: str) -> Verdict:
+        """The verdict for a call to a tool that does not exist: ``observation`` the first time, a
+        repeat verdict (then a loop stop) when the model makes the same made-up call again."""
+        if (repeat := self.check_repeat(tool, tool_input)) is not None:
+            return repeat
+        self._seen.setdefault(call_signature(tool, tool_input), (step_number, observation))
+        return Verdict(run=False, observation=observation, error="unknown_tool")
 
-        ``ran=False`` is a call that could not run (no such tool): it counts as made, for loop
-        detection only.
-        """
-        if ran:
-            self.tool_calls += 1
+    def record_call(self, step_number: int, tool: str, tool_input: ToolInput, observation: str) -> None:
+        """Remember a call that ran, for the tool-call budget and loop detection."""
+        self.tool_calls += 1
         self._seen.setdefault(call_signature(tool, tool_input), (step_number, observation))
 
     def record_tokens(self, total: int) -> None:
