@@ -108,6 +108,8 @@ class ExplicitReActAgent(Runnable[AgentInput, dict[str, Any]]):
     clock, ``max_tokens`` in total. ``allowed_tools`` denies every other tool. ``on_limit``:
     ``"generate"`` asks the model once more for an answer at a limit, ``"force"`` just stops.
     ``verbose=True`` prints a coloured trace; ``trace_path`` writes one JSON line per step.
+    ``constrain_local`` (text mode): a llama.cpp model's replies are held by a grammar to the
+    format, its Actions to the real tool names, and its reply at a limit to a Final Answer.
     """
 
     def __init__(
@@ -132,6 +134,7 @@ class ExplicitReActAgent(Runnable[AgentInput, dict[str, Any]]):
         trace_path: str | Path | None = None,
         listeners: Sequence[RunListener] = (),
         mode: Literal["text", "tool_calling"] = "text",
+        constrain_local: bool = True,
     ) -> None:
         if on_limit not in ("generate", "force"):
             raise ConfigurationError(f"on_limit must be 'generate' or 'force', not {on_limit!r}")
@@ -144,7 +147,7 @@ class ExplicitReActAgent(Runnable[AgentInput, dict[str, Any]]):
 
             tools = default_tools()
         self.tools: list[BaseTool] = [as_tool(t) for t in tools]
-        self.executor = ToolExecutor(self.tools)
+        self.executor = ToolExecutor(self.tools, suggest_other_tools=True)
         self.allowed_tools = frozenset(allowed_tools) if allowed_tools is not None else None
         if self.allowed_tools is not None and (unknown := self.allowed_tools - set(self.executor.tools)):
             raise ConfigurationError(f"allowed_tools names tools that do not exist: {sorted(unknown)}")
@@ -154,7 +157,7 @@ class ExplicitReActAgent(Runnable[AgentInput, dict[str, Any]]):
             max_observation_chars=max_observation_chars, keep_recent=keep_recent_steps
         )
         if mode == "text":
-            self.transport: Transport = TextProtocol(self.prompt, self.limits)
+            self.transport: Transport = TextProtocol(self.prompt, self.limits, constrain=constrain_local)
         elif mode == "tool_calling":
             self.transport = NativeToolCalling(self.limits)
         else:
@@ -170,7 +173,7 @@ class ExplicitReActAgent(Runnable[AgentInput, dict[str, Any]]):
                 max_retries=max_retries,
                 retry_backoff=retry_backoff,
             )
-            for m in (bound, llm)
+            for m in (bound, self.transport.bind_final(llm))
         )
         self.tool_timeout = tool_timeout
         self.on_limit = on_limit

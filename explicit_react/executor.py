@@ -4,6 +4,7 @@ every failure into an observation that starts with ``Error:``."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import difflib
 import json
 import time
@@ -66,8 +67,10 @@ def normalize_name(name: str) -> str:
 class ToolExecutor:
     """Runs actions against a fixed set of tools; never raises for anything the model did."""
 
-    def __init__(self, tools: Sequence[BaseTool]) -> None:
+    def __init__(self, tools: Sequence[BaseTool], *, suggest_other_tools: bool = False) -> None:
+        """``suggest_other_tools``: a failed call's observation ends with what the other tools do."""
         self.tools = {t.name: t for t in tools}
+        self.suggest_other_tools = suggest_other_tools
         if len(self.tools) != len(tools):
             raise ConfigurationError("two tools have the same name; tool names must be unique")
         self.specs = {t.name: tool_spec(t) for t in tools}
@@ -89,8 +92,22 @@ class ToolExecutor:
             return f"Error: there is no tool named {name!r}. Did you mean {close[0]!r}? Available tools: {', '.join(names)}."
         # No name is close: say what each tool does, so the model can map its idea to a real tool
         # (Qwen2.5 1.5B asked for 'battery_catalog' and 'employee_database' when it had knowledge_search).
-        tools = "\n".join(f"- {n}: {_first_sentence(self.tools[n].description)}" for n in names[:12])
-        return f"Error: there is no tool named {name!r}. Use one of these tools instead:\n{tools}"
+        return f"Error: there is no tool named {name!r}. Use one of these tools instead:\n{self._listing(names)}"
+
+    def _listing(self, names: Sequence[str]) -> str:
+        return "\n".join(f"- {n}: {_first_sentence(self.tools[n].description)}" for n in names[:12])
+
+    def _suggest(self, outcome: ToolOutcome, name: str) -> ToolOutcome:
+        """``outcome`` with the other tools listed when the call failed, if ``suggest_other_tools``.
+
+        Measured with Qwen2.5 1.5B under the llama.cpp grammar: a model that sent words to the
+        calculator repeated the call after "find each value first, with another tool"; told what the
+        other tools do, it can pick the one that looks values up (docs/benchmarks.md)."""
+        others = [n for n in sorted(self.tools) if n != name]
+        if not (self.suggest_other_tools and outcome.error and others):
+            return outcome
+        observation = f"{outcome.observation}\nOther tools:\n{self._listing(others)}"
+        return dataclasses.replace(outcome, observation=observation)
 
     def fit_input(self, name: str, tool_input: ToolInput) -> str | dict[str, Any]:
         """The model's input shaped for the tool: text for text tools, a dict of arguments otherwise.
@@ -130,8 +147,11 @@ class ToolExecutor:
             return (
                 None,
                 None,
-                ToolOutcome(
-                    self._schema_hint(real, "Action Input is not a JSON object"), error="invalid_input"
+                self._suggest(
+                    ToolOutcome(
+                        self._schema_hint(real, "Action Input is not a JSON object"), error="invalid_input"
+                    ),
+                    real,
                 ),
             )
         return self.tools[real], fitted, None
@@ -144,11 +164,15 @@ class ToolExecutor:
     def _finish(self, t: BaseTool, output: Any, started: float) -> ToolOutcome:
         observation = output if isinstance(output, str) else _as_text(output)
         error = "tool_error" if observation.startswith("Error") else None
-        return ToolOutcome(
+        outcome = ToolOutcome(
             observation, output, error, time.monotonic() - started, t.return_direct and not error
         )
+        return self._suggest(outcome, t.name)
 
     def _failure(self, t: BaseTool, exc: BaseException, started: float, timeout: float | None) -> ToolOutcome:
+        return self._suggest(self._failed(t, exc, started, timeout), t.name)
+
+    def _failed(self, t: BaseTool, exc: BaseException, started: float, timeout: float | None) -> ToolOutcome:
         seconds = time.monotonic() - started
         if isinstance(exc, ValidationError):
             problems = "; ".join(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import random
 import re
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -223,6 +224,64 @@ class ModelAdapter:
         kind = "timed out" if isinstance(exc, TimeoutError) else f"failed{tries}: {type(exc).__name__}"
         detail = str(exc).strip()
         raise ModelCallError(f"the model call {kind}" + (f": {detail}" if detail else "")) from exc
+
+
+# Constrained decoding for llama.cpp models -------------------------------------------------------
+# A small local model often names a tool that does not exist, in the style of the prompt's example
+# ("battery_catalog" for "knowledge_search"). llama.cpp can restrict sampling to a grammar (GBNF), so
+# for those models each turn is held to the ReAct format with the Action one of the real tool names.
+
+
+def _gbnf_literal(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+# A Thought is one line and at most 400 characters: an endless one used up the reply's token budget
+# before the Final Answer (Qwen2.5 1.5B, at a limit).
+_GRAMMAR_RULES = (
+    'thought ::= "Thought: " [^\\n]{1,400} "\\n"+',
+    'final ::= "Final Answer: " text',
+    'text ::= line ("\\n" line)*',
+    "line ::= [^\\n]+",
+)
+
+
+def react_grammar(tool_names: Sequence[str]) -> str:
+    """A GBNF grammar for one ReAct turn: a one-line Thought, then an Action on one of ``tool_names``
+    with its Action Input, or a Final Answer. Inputs and answers may run over several lines."""
+    if not tool_names:
+        raise ConfigurationError("a grammar for actions needs at least one tool name")
+    tools = " | ".join(_gbnf_literal(name) for name in tool_names)
+    return "\n".join(
+        [
+            "root ::= thought (action | final)",
+            'action ::= "Action: " tool "\\n" "Action Input: " text',
+            f"tool ::= {tools}",
+            *_GRAMMAR_RULES,
+        ]
+    )
+
+
+def final_answer_grammar() -> str:
+    """A GBNF grammar for the tool-free call at a limit: a one-line Thought, then a Final Answer."""
+    return "\n".join(["root ::= thought final", *_GRAMMAR_RULES])
+
+
+def takes_grammar(llm: Any) -> bool:
+    """True for a llama.cpp chat model (langchain-community's ``ChatLlamaCpp`` or a subclass)."""
+    llama_cpp = sys.modules.get("llama_cpp")
+    return (
+        llama_cpp is not None
+        and isinstance(llm, BaseChatModel)
+        and isinstance(getattr(llm, "client", None), llama_cpp.Llama)
+    )
+
+
+def with_grammar(llm: Any, grammar: str, stop: Sequence[str]) -> Runnable[Any, Any]:
+    """``llm`` bound to ``grammar`` (GBNF text) and the stop sequence, for a model where ``takes_grammar``."""
+    from llama_cpp import LlamaGrammar
+
+    return llm.bind(grammar=LlamaGrammar.from_string(grammar, verbose=False), stop=list(stop) or None)
 
 
 def _as_prompt(messages: Sequence[Message]) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from string import Template
 from typing import Any
@@ -71,12 +71,8 @@ class ReActPrompt:
 
     def system(self, tools: Sequence[ToolSpec]) -> str:
         """The system message: instructions, the tool list and the reply format."""
-        return render(
-            self.system_template,
-            tools="\n".join(t.describe() for t in tools) or "(no tools: answer from what you know)",
-            tool_names=", ".join(t.name for t in tools),
-            format=load_template("format").strip(),
-        )
+        listing = "\n".join(t.describe() for t in tools) or "(no tools: answer from what you know)"
+        return _system(self.system_template, listing, ", ".join(t.name for t in tools))
 
     def messages(
         self,
@@ -107,6 +103,12 @@ class ReActPrompt:
             scratchpad=scratchpad,
         )
         return [{"role": "system", "content": self.system(tools)}, {"role": "user", "content": user.strip()}]
+
+
+@lru_cache(maxsize=64)
+def _system(template: str, listing: str, names: str) -> str:
+    """The rendered system message: the same at every step of a run, so it is rendered once."""
+    return render(template, tools=listing, tool_names=names, format=load_template("format").strip())
 
 
 def _context_block(context: str) -> str:

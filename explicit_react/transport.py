@@ -15,7 +15,14 @@ from langchain_core.tools import BaseTool
 
 from explicit_react import scratchpad
 from explicit_react.errors import ConfigurationError, ParseError
-from explicit_react.llm import STOP_SEQUENCE, Completion
+from explicit_react.llm import (
+    STOP_SEQUENCE,
+    Completion,
+    final_answer_grammar,
+    react_grammar,
+    takes_grammar,
+    with_grammar,
+)
 from explicit_react.parser import ACTION, ACTION_INPUT, parse
 from explicit_react.prompt import Message, ReActPrompt, ToolSpec, load_template, render
 from explicit_react.scratchpad import ScratchpadLimits, truncate_middle
@@ -41,6 +48,9 @@ class Transport(Protocol):
     def bind(self, llm: Any, tools: Sequence[BaseTool]) -> Any:
         """The model to call for turns (with tools bound, where the transport needs it)."""
 
+    def bind_final(self, llm: Any) -> Any:
+        """The model to call for the last, tool-free answer at a limit."""
+
     def messages(
         self,
         question: str,
@@ -65,12 +75,22 @@ class TextProtocol:
 
     stop: tuple[str, ...] = (STOP_SEQUENCE,)
 
-    def __init__(self, prompt: ReActPrompt, limits: ScratchpadLimits) -> None:
+    def __init__(self, prompt: ReActPrompt, limits: ScratchpadLimits, *, constrain: bool = True) -> None:
         self.prompt = prompt
         self.limits = limits
+        self.constrain = constrain
 
     def bind(self, llm: Any, tools: Sequence[BaseTool]) -> Any:
-        """The model as it is: the tools are described in the prompt."""
+        """The model as it is (the tools are described in the prompt); a llama.cpp model, unless
+        ``constrain`` is off, is held to the ReAct format and the names of ``tools`` by a grammar."""
+        if self.constrain and tools and takes_grammar(llm):
+            return with_grammar(llm, react_grammar([t.name for t in tools]), self.stop)
+        return llm
+
+    def bind_final(self, llm: Any) -> Any:
+        """The model as it is; a llama.cpp model, unless ``constrain`` is off, is held to a Final Answer."""
+        if self.constrain and takes_grammar(llm):
+            return with_grammar(llm, final_answer_grammar(), self.stop)
         return llm
 
     def messages(
@@ -123,6 +143,10 @@ class NativeToolCalling:
             raise ConfigurationError(
                 f"{type(llm).__name__} does not support native tool calling; use mode='text'"
             ) from exc
+
+    def bind_final(self, llm: Any) -> Any:
+        """The model as it is, without tools: it can only answer."""
+        return llm
 
     def _system(self, tools: Sequence[ToolSpec], steps_left: int | None) -> Message:
         note = "" if steps_left is None else f"\nYou have {steps_left} tool calls left."

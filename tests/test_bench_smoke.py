@@ -54,14 +54,11 @@ def test_overhead(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
 def test_concurrency(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     printed, data = run("concurrency.py", ["--quick"], tmp_path, capsys)
     assert "% of ideal" in printed
-    assert [(r["framework"], r["concurrency"]) for r in data["rows"]] == [
-        ("explicit_react", 1),
-        ("classic AgentExecutor", 1),
-        ("explicit_react, model as an async function", 1),
-        ("explicit_react", 5),
-        ("classic AgentExecutor", 5),
-        ("explicit_react, model as an async function", 5),
+    frameworks = ["explicit_react", "classic AgentExecutor", "explicit_react, model as an async function"]
+    assert [(r["framework"], r["tool"], r["concurrency"]) for r in data["rows"]] == [
+        (framework, tool, level) for level in (1, 5) for tool in ("sync", "async") for framework in frameworks
     ]
+    assert set(data["summary"]["explicit_react_efficiency_at_50"]) <= {"sync", "async"}
     assert all(r["efficiency"] > 0 and r["kib_per_concurrent_run"] > 0 for r in data["rows"])
 
 

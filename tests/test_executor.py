@@ -121,3 +121,44 @@ def test_an_unknown_tool_gets_the_closest_name_or_what_each_tool_does() -> None:
     assert f"\n- search: {search.description.split('. ')[0].rstrip('.')}." in far
     assert "\n- subtract: " in far
     assert ToolExecutor([]).execute("x", "y").observation.endswith("There are no tools: answer without them.")
+
+
+# --- what the other tools do, after a failed call ----------------------------------------------
+
+
+def _suggesting() -> ToolExecutor:
+    from explicit_react.tools import calculator
+
+    return ToolExecutor([calculator, search], suggest_other_tools=True)
+
+
+def test_a_refused_input_is_followed_by_what_the_other_tools_do() -> None:
+    outcome = _suggesting().execute("calculator", "Lumacrab battery life")
+    assert outcome.error == "tool_error"
+    first, rest = outcome.observation.split("\nOther tools:\n", 1)
+    assert first.startswith("Error: the calculator takes numbers, not words")
+    assert rest == f"- search: {search.description.split('.')[0]}."
+
+
+def test_an_exception_and_an_async_failure_are_followed_by_the_other_tools_too() -> None:
+    @tool
+    def broken(query: str) -> str:
+        """Always fails."""
+        raise RuntimeError("disk on fire")
+
+    executor = ToolExecutor([broken, search], suggest_other_tools=True)
+    for outcome in (executor.execute("broken", "x"), asyncio.run(executor.aexecute("broken", "x"))):
+        assert outcome.observation.startswith("Error: tool 'broken' failed: RuntimeError: disk on fire")
+        assert outcome.observation.endswith(
+            "\nOther tools:\n- search: " + search.description.split(".")[0] + "."
+        )
+
+
+def test_no_suggestion_after_a_success_for_a_single_tool_or_by_default() -> None:
+    from explicit_react.tools import calculator
+
+    assert _suggesting().execute("calculator", "6 * 7").observation == "42"
+    alone = ToolExecutor([calculator], suggest_other_tools=True).execute("calculator", "six")
+    assert "Other tools" not in alone.observation
+    default = ToolExecutor([calculator, search]).execute("calculator", "six")
+    assert "Other tools" not in default.observation

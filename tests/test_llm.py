@@ -8,7 +8,15 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from explicit_react.errors import ConfigurationError, ModelCallError
-from explicit_react.llm import ModelAdapter, cut_invented_observation, is_transient, message_text
+from explicit_react.llm import (
+    ModelAdapter,
+    cut_invented_observation,
+    final_answer_grammar,
+    is_transient,
+    message_text,
+    react_grammar,
+    takes_grammar,
+)
 from explicit_react.testing import ScriptedChatModel
 
 MESSAGES = [{"role": "system", "content": "sys"}, {"role": "user", "content": "hello there"}]
@@ -95,3 +103,70 @@ def test_async_callable_models_are_awaited() -> None:
 def test_not_a_model_is_a_configuration_error() -> None:
     with pytest.raises(ConfigurationError):
         ModelAdapter("gemini")
+
+
+# --- the llama.cpp grammar ----------------------------------------------------------------------
+
+
+def test_react_grammar_allows_only_the_given_tool_names() -> None:
+    grammar = react_grammar(["calculator", 'odd"name'])
+    assert 'tool ::= "calculator" | "odd\\"name"' in grammar
+    assert grammar.startswith("root ::= thought (action | final)")
+    assert '"Final Answer: "' in grammar
+    with pytest.raises(ConfigurationError):
+        react_grammar([])
+
+
+def test_the_final_answer_grammar_has_no_action() -> None:
+    grammar = final_answer_grammar()
+    assert "Action" not in grammar
+    assert '"Final Answer: "' in grammar
+
+
+def test_llama_cpp_compiles_both_grammars() -> None:
+    llama_cpp = pytest.importorskip("llama_cpp")
+    for grammar in (react_grammar(["knowledge_search", "calculator"]), final_answer_grammar()):
+        assert llama_cpp.LlamaGrammar.from_string(grammar, verbose=False) is not None
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Thought: look it up\nAction: knowledge_search\nAction Input: Lumacrab price", "knowledge_search"),
+        ("Thought: add\n\nAction: calculator\nAction Input: 2 + 2", "calculator"),
+        ("Thought: done\nFinal Answer: 4 wheels\nand more", None),
+    ],
+)
+def test_what_the_grammar_allows_is_what_the_parser_reads(text: str, expected: str | None) -> None:
+    """Strings of the grammar's shape parse to the action or answer they spell."""
+    from explicit_react.parser import parse
+    from explicit_react.types import Action, FinalAnswer
+
+    decision = parse(text)
+    if expected is None:
+        assert isinstance(decision, FinalAnswer)
+        assert decision.answer == "4 wheels\nand more"
+    else:
+        assert isinstance(decision, Action)
+        assert decision.tool == expected
+
+
+def test_only_llama_cpp_chat_models_take_a_grammar() -> None:
+    class LooksLikeIt:
+        client = object()
+        grammar = None
+
+    assert not takes_grammar(ScriptedChatModel(["Final Answer: x"]))
+    assert not takes_grammar(LooksLikeIt())
+    assert not takes_grammar(lambda messages: "x")
+
+
+def test_other_models_are_called_as_they_are() -> None:
+    from explicit_react import ExplicitReActAgent
+    from explicit_react.tools import calculator
+
+    model = ScriptedChatModel(["Thought: done\nFinal Answer: 4"])
+    agent = ExplicitReActAgent(model, [calculator])
+    assert agent.model.llm is model
+    assert agent.final_model.llm is model
+    assert agent.run("2 + 2?").answer == "4"

@@ -96,3 +96,43 @@ def test_the_agent_loop_runs_on_the_real_model(gemma: BaseChatModel) -> None:
     else:  # a stated reason, e.g. the iteration budget ran out
         assert result.stop_reason is not StopReason.SUCCESS
         assert result.error
+
+
+def test_the_grammar_holds_the_real_model_to_the_format_and_real_tools(gemma: BaseChatModel) -> None:
+    """Unconstrained, this 270M model never writes a usable action; under the grammar every reply
+    parses and every action names one of the agent's tools."""
+    from explicit_react import ExplicitReActAgent
+    from explicit_react.tools import KnowledgeBaseTool, calculator
+
+    tools = [calculator, KnowledgeBaseTool(["The Lumacrab costs 1270 dollars."])]
+    agent = ExplicitReActAgent(gemma, tools, max_iterations=3)
+    result = agent.run("How much do 3 Lumacrab robots cost?")
+
+    assert result.steps, "the model should have taken at least one step"
+    for step in result.steps:
+        assert step.error not in ("parse_error", "unknown_tool"), step
+        assert step.action in {"calculator", "knowledge_search"}
+        assert step.log.startswith("Thought: ")
+
+
+def test_the_grammar_can_be_turned_off(gemma: BaseChatModel) -> None:
+    from explicit_react import ExplicitReActAgent
+    from explicit_react.tools import calculator
+
+    constrained = ExplicitReActAgent(gemma, [calculator])
+    free = ExplicitReActAgent(gemma, [calculator], constrain_local=False)
+    assert constrained.model.llm is not gemma
+    assert constrained.model.llm.kwargs["grammar"] is not None  # type: ignore[attr-defined]
+    assert free.model.llm is gemma
+    assert free.final_model.llm is gemma
+
+
+def test_at_a_limit_the_grammar_asks_the_real_model_for_a_final_answer(gemma: BaseChatModel) -> None:
+    from explicit_react import ExplicitReActAgent
+    from explicit_react.parser import parse
+    from explicit_react.types import FinalAnswer
+
+    agent = ExplicitReActAgent(gemma, [])
+    messages = agent.transport.final_messages("What is 2 + 2?", [], [], "")
+    completion = agent.final_model.complete(messages)
+    assert isinstance(parse(completion.text), FinalAnswer), completion.text

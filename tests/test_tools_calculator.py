@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
 
@@ -129,3 +130,20 @@ def test_bad_arguments_become_an_observation() -> None:
     observation = calculator.invoke({"formula": "1 + 1"})
     assert observation.startswith("Error: invalid tool arguments")
     assert "expression" in observation
+
+
+def test_async_calls_run_on_the_event_loop_not_in_a_thread() -> None:
+    import asyncio
+
+    async def main() -> tuple[str, str]:
+        loop = asyncio.get_running_loop()
+
+        def no_threads(*args: Any, **kwargs: Any) -> Any:
+            raise AssertionError("the calculator should not need the thread pool")
+
+        loop.run_in_executor = no_threads  # type: ignore[method-assign]
+        return await calculator.ainvoke("6 * 7"), await calculator.ainvoke("Lumacrab cost * 3")
+
+    good, bad = asyncio.run(main())
+    assert good == "42"
+    assert bad.startswith("Error: the calculator takes numbers, not words")

@@ -137,9 +137,13 @@ def make_model(name: str, max_tokens: int, n_ctx: int, questions: Sequence[dict[
 # --- the two frameworks -------------------------------------------------------------------------
 
 
-def run_explicit(model: Any, question: str, max_iterations: int) -> dict[str, Any]:
+def run_explicit(
+    model: Any, question: str, max_iterations: int, *, constrain_local: bool = True
+) -> dict[str, Any]:
     """One question through ``ExplicitReActAgent``; the record's framework-specific fields."""
-    agent = ExplicitReActAgent(model, make_tools(), max_iterations=max_iterations)
+    agent = ExplicitReActAgent(
+        model, make_tools(), max_iterations=max_iterations, constrain_local=constrain_local
+    )
     usage = UsageCounter()
     result = agent.run(question, config={"callbacks": [usage]})
     return {
@@ -197,10 +201,17 @@ def run_classic(model: Any, question: str, max_iterations: int) -> dict[str, Any
     }
 
 
+def run_explicit_unconstrained(model: Any, question: str, max_iterations: int) -> dict[str, Any]:
+    """``run_explicit`` without the llama.cpp grammar (``constrain_local=False``), to measure what it adds."""
+    return run_explicit(model, question, max_iterations, constrain_local=False)
+
+
 FRAMEWORKS: dict[str, Callable[[Any, str, int], dict[str, Any]]] = {
     "explicit": run_explicit,
     "classic": run_classic,
+    "explicit_unconstrained": run_explicit_unconstrained,
 }
+BOTH = ("explicit", "classic")
 
 
 # --- the run ------------------------------------------------------------------------------------
@@ -255,7 +266,7 @@ def summarise(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Run every selected question through every selected framework; write the JSON after each one."""
     questions = load_questions(args.limit)
-    frameworks = list(FRAMEWORKS) if args.framework == "both" else [args.framework]
+    frameworks = list(BOTH) if args.framework == "both" else args.framework.split(",")
     started = time.perf_counter()
     model = make_model(args.model, args.max_tokens, args.n_ctx, questions)
     report: dict[str, Any] = {
@@ -344,7 +355,11 @@ def rescore(path: Path) -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default="local:qwen", help="a load_model name, or 'scripted'")
-    parser.add_argument("--framework", choices=["explicit", "classic", "both"], default="both")
+    parser.add_argument(
+        "--framework",
+        default="both",
+        help=f"'both' ({' and '.join(BOTH)}) or a comma-separated list of: {', '.join(FRAMEWORKS)}",
+    )
     parser.add_argument("--limit", type=int, default=None, help="only the first N questions")
     parser.add_argument("--max-iterations", type=int, default=6)
     parser.add_argument("--max-tokens", type=int, default=256)
@@ -352,6 +367,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="default: bench/results/eval_<model>.json")
     parser.add_argument("--rescore", type=Path, default=None, help="re-check the answers in a results file")
     args = parser.parse_args(argv)
+    unknown = set(args.framework.split(",")) - {"both", *FRAMEWORKS}
+    if unknown:
+        parser.error(f"unknown framework(s): {', '.join(sorted(unknown))}")
     if args.rescore:
         print_summary(rescore(args.rescore))
         return 0
