@@ -218,7 +218,7 @@ class ExplicitReActAgent(Runnable[AgentInput, dict[str, Any]]):
         _run: _Run | None = None,
     ) -> Turn:
         """THINK: ask the model for its next thought and action (or answer), and parse the reply."""
-        completion = self.model.complete(
+        completion = self._turn_model(steps).complete(
             self.messages(question, steps, context, steps_left),
             callbacks=_run.callbacks if _run else None,
             deadline=_run.guard.deadline if _run else None,
@@ -235,12 +235,16 @@ class ExplicitReActAgent(Runnable[AgentInput, dict[str, Any]]):
         _run: _Run | None = None,
     ) -> Turn:
         """Async ``think``."""
-        completion = await self.model.acomplete(
+        completion = await self._turn_model(steps).acomplete(
             self.messages(question, steps, context, steps_left),
             callbacks=_run.callbacks if _run else None,
             deadline=_run.guard.deadline if _run else None,
         )
         return self.transport.read(completion)
+
+    def _turn_model(self, steps: Sequence[Step]) -> ModelAdapter:
+        llm = self.transport.turn_model(steps)
+        return self.model if llm is None else self.model.with_llm(llm)
 
     def _permit(self, turn: Turn, run: _Run) -> Acted | None:
         """The policy's answer to a turn: an ``Acted`` when the tool must not run, ``None`` to run it."""

@@ -92,7 +92,9 @@ class ToolExecutor:
             return f"Error: there is no tool named {name!r}. Did you mean {close[0]!r}? Available tools: {', '.join(names)}."
         # No name is close: say what each tool does, so the model can map its idea to a real tool
         # (Qwen2.5 1.5B asked for 'battery_catalog' and 'employee_database' when it had knowledge_search).
-        return f"Error: there is no tool named {name!r}. Use one of these tools instead:\n{self._listing(names)}"
+        return (
+            f"Error: there is no tool named {name!r}. Use one of these tools instead:\n{self._listing(names)}"
+        )
 
     def _listing(self, names: Sequence[str]) -> str:
         return "\n".join(f"- {n}: {_first_sentence(self.tools[n].description)}" for n in names[:12])

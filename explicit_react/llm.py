@@ -5,6 +5,7 @@ timeouts and retries for transient errors."""
 from __future__ import annotations
 
 import asyncio
+import copy
 import random
 import re
 import sys
@@ -143,6 +144,12 @@ class ModelAdapter:
         self.max_retries = max_retries
         self.retry_backoff = retry_backoff
 
+    def with_llm(self, llm: Any) -> ModelAdapter:
+        """The same settings around another model (for example the same model with another grammar)."""
+        other = copy.copy(self)
+        other.llm = llm
+        return other
+
     # One call, no retries -----------------------------------------------------------------
     def _invoke(self, messages: Sequence[Message], callbacks: Callbacks) -> Any:
         llm, config = self.llm, RunnableConfig(callbacks=callbacks)
@@ -248,9 +255,10 @@ _GRAMMAR_RULES = (
 
 def react_grammar(tool_names: Sequence[str]) -> str:
     """A GBNF grammar for one ReAct turn: a one-line Thought, then an Action on one of ``tool_names``
-    with its Action Input, or a Final Answer. Inputs and answers may run over several lines."""
+    with its Action Input, or a Final Answer. Inputs and answers may run over several lines.
+    With no tool names, only a Final Answer."""
     if not tool_names:
-        raise ConfigurationError("a grammar for actions needs at least one tool name")
+        return final_answer_grammar()
     tools = " | ".join(_gbnf_literal(name) for name in tool_names)
     return "\n".join(
         [

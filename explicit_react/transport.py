@@ -51,6 +51,9 @@ class Transport(Protocol):
     def bind_final(self, llm: Any) -> Any:
         """The model to call for the last, tool-free answer at a limit."""
 
+    def turn_model(self, steps: Sequence[Step]) -> Any | None:
+        """The model for the next turn when it differs from the one ``bind`` gave, else ``None``."""
+
     def messages(
         self,
         question: str,
@@ -79,13 +82,34 @@ class TextProtocol:
         self.prompt = prompt
         self.limits = limits
         self.constrain = constrain
+        self._llm: Any = None
+        self._tool_names: tuple[str, ...] = ()
+        self._without: dict[str, Any] = {}
 
     def bind(self, llm: Any, tools: Sequence[BaseTool]) -> Any:
         """The model as it is (the tools are described in the prompt); a llama.cpp model, unless
         ``constrain`` is off, is held to the ReAct format and the names of ``tools`` by a grammar."""
         if self.constrain and tools and takes_grammar(llm):
-            return with_grammar(llm, react_grammar([t.name for t in tools]), self.stop)
+            self._llm, self._tool_names = llm, tuple(t.name for t in tools)
+            return with_grammar(llm, react_grammar(self._tool_names), self.stop)
         return llm
+
+    def turn_model(self, steps: Sequence[Step]) -> Any | None:
+        """The model for the next turn when it differs from ``bind``'s, else ``None``.
+
+        Under the grammar, a tool the model has just called again with the same input (a
+        ``repeated_call`` step) is left out of the next turn: the model must take another tool or
+        answer. At temperature 0 a small model otherwise repeats the call until loop detection
+        stops the run (Qwen2.5 1.5B, docs/benchmarks.md)."""
+        if self._llm is None or not steps or steps[-1].error != "repeated_call":
+            return None
+        repeated = steps[-1].action
+        if repeated not in self._tool_names:
+            return None
+        if repeated not in self._without:
+            rest = [name for name in self._tool_names if name != repeated]
+            self._without[repeated] = with_grammar(self._llm, react_grammar(rest), self.stop)
+        return self._without[repeated]
 
     def bind_final(self, llm: Any) -> Any:
         """The model as it is; a llama.cpp model, unless ``constrain`` is off, is held to a Final Answer."""
@@ -147,6 +171,10 @@ class NativeToolCalling:
     def bind_final(self, llm: Any) -> Any:
         """The model as it is, without tools: it can only answer."""
         return llm
+
+    def turn_model(self, steps: Sequence[Step]) -> Any | None:
+        """Always the bound model."""
+        return None
 
     def _system(self, tools: Sequence[ToolSpec], steps_left: int | None) -> Message:
         note = "" if steps_left is None else f"\nYou have {steps_left} tool calls left."

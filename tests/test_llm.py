@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage
@@ -113,8 +114,7 @@ def test_react_grammar_allows_only_the_given_tool_names() -> None:
     assert 'tool ::= "calculator" | "odd\\"name"' in grammar
     assert grammar.startswith("root ::= thought (action | final)")
     assert '"Final Answer: "' in grammar
-    with pytest.raises(ConfigurationError):
-        react_grammar([])
+    assert react_grammar([]) == final_answer_grammar()  # no tool left: only an answer
 
 
 def test_the_final_answer_grammar_has_no_action() -> None:
@@ -170,3 +170,43 @@ def test_other_models_are_called_as_they_are() -> None:
     assert agent.model.llm is model
     assert agent.final_model.llm is model
     assert agent.run("2 + 2?").answer == "4"
+
+
+def test_after_a_repeated_call_the_grammar_leaves_that_tool_out_for_one_turn(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The grammar sent with each turn, recorded through a stand-in for llama.cpp's binding."""
+    from langchain_core.runnables import RunnableLambda
+
+    import explicit_react.transport as transport
+    from explicit_react import ExplicitReActAgent
+    from explicit_react.tools import calculator
+    from tests.helpers import search
+
+    sent: list[str] = []
+
+    def record(llm: Any, grammar: str, stop: Any) -> Any:
+        def call(messages: Any) -> Any:
+            sent.append(grammar)
+            return llm.invoke(messages, stop=list(stop))
+
+        return RunnableLambda(call)
+
+    monkeypatch.setattr(transport, "takes_grammar", lambda llm: True)
+    monkeypatch.setattr(transport, "with_grammar", record)
+    words = "Thought: compute it\nAction: calculator\nAction Input: Lumacrab cost * 3"
+    model = ScriptedChatModel(
+        [
+            words,
+            words,
+            "Thought: look it up\nAction: search\nAction Input: France",
+            "Thought: done\nFinal Answer: 68 million",
+        ]
+    )
+    result = ExplicitReActAgent(model, [calculator, search]).run("Population of France?")
+
+    assert [step.error for step in result.steps] == ["tool_error", "repeated_call", None]
+    assert result.answer == "68 million"
+    both, only_search = 'tool ::= "calculator" | "search"', 'tool ::= "search"\n'
+    assert [both in g for g in sent] == [True, True, False, True]
+    assert only_search in sent[2]
