@@ -97,14 +97,23 @@ class TextProtocol:
     def turn_model(self, steps: Sequence[Step]) -> Any | None:
         """The model for the next turn when it differs from ``bind``'s, else ``None``.
 
-        Under the grammar, a tool the model has just called again with the same input (a
-        ``repeated_call`` step) is left out of the next turn: the model must take another tool or
-        answer. At temperature 0 a small model otherwise repeats the call until loop detection
-        stops the run (Qwen2.5 1.5B, docs/benchmarks.md)."""
+        Under the grammar, when the model has just repeated a call that failed (a ``repeated_call``
+        step whose first run was an error), that tool is left out of the next turn: the model must
+        take another tool or answer. At temperature 0 a small model otherwise repeats the failed call
+        until loop detection stops the run (Qwen2.5 1.5B sent words to the calculator, three times).
+        A repeated call that had succeeded is left alone: the model usually has what it needs, and
+        forcing another tool made it compute nonsense (docs/benchmarks.md)."""
         if self._llm is None or not steps or steps[-1].error != "repeated_call":
             return None
-        repeated = steps[-1].action
-        if repeated not in self._tool_names:
+        last = steps[-1]
+        repeated = last.action
+        failed_before = any(
+            step.error not in (None, "repeated_call")
+            and step.action == repeated
+            and step.action_input == last.action_input
+            for step in steps[:-1]
+        )
+        if repeated not in self._tool_names or not failed_before:
             return None
         if repeated not in self._without:
             rest = [name for name in self._tool_names if name != repeated]

@@ -104,6 +104,8 @@ def test_eval_with_a_scripted_model(tmp_path: Path, capsys: pytest.CaptureFixtur
         ("She works in Port Hallam.", "Port Hallam", True),
         ("Port", "Port Hallam", False),
         ("It was 14 years old when the Tidewalker T9 launched.", 9, False),
+        ("-5 years", 5, False),
+        ("It opened 5 years later (2016-2011).", 5, True),
     ],
 )
 def test_eval_answer_check(answer: str, expected: float | str, correct: bool) -> None:

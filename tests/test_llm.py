@@ -172,16 +172,11 @@ def test_other_models_are_called_as_they_are() -> None:
     assert agent.run("2 + 2?").answer == "4"
 
 
-def test_after_a_repeated_call_the_grammar_leaves_that_tool_out_for_one_turn(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def _record_grammars(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The grammar sent with each turn, recorded through a stand-in for llama.cpp's binding."""
     from langchain_core.runnables import RunnableLambda
 
     import explicit_react.transport as transport
-    from explicit_react import ExplicitReActAgent
-    from explicit_react.tools import calculator
-    from tests.helpers import search
 
     sent: list[str] = []
 
@@ -194,6 +189,20 @@ def test_after_a_repeated_call_the_grammar_leaves_that_tool_out_for_one_turn(
 
     monkeypatch.setattr(transport, "takes_grammar", lambda llm: True)
     monkeypatch.setattr(transport, "with_grammar", record)
+    return sent
+
+
+BOTH_TOOLS = 'tool ::= "calculator" | "search"'
+
+
+def test_after_a_failed_call_is_repeated_the_grammar_leaves_that_tool_out_for_one_turn(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from explicit_react import ExplicitReActAgent
+    from explicit_react.tools import calculator
+    from tests.helpers import search
+
+    sent = _record_grammars(monkeypatch)
     words = "Thought: compute it\nAction: calculator\nAction Input: Lumacrab cost * 3"
     model = ScriptedChatModel(
         [
@@ -207,6 +216,21 @@ def test_after_a_repeated_call_the_grammar_leaves_that_tool_out_for_one_turn(
 
     assert [step.error for step in result.steps] == ["tool_error", "repeated_call", None]
     assert result.answer == "68 million"
-    both, only_search = 'tool ::= "calculator" | "search"', 'tool ::= "search"\n'
-    assert [both in g for g in sent] == [True, True, False, True]
-    assert only_search in sent[2]
+    assert [BOTH_TOOLS in g for g in sent] == [True, True, False, True]
+    assert 'tool ::= "search"\n' in sent[2]
+
+
+def test_a_repeated_call_that_had_succeeded_keeps_every_tool(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The model usually has what it needs then; forcing another tool made it compute nonsense."""
+    from explicit_react import ExplicitReActAgent
+    from explicit_react.tools import calculator
+    from tests.helpers import search
+
+    sent = _record_grammars(monkeypatch)
+    lookup = "Thought: look it up\nAction: search\nAction Input: France"
+    model = ScriptedChatModel([lookup, lookup, "Thought: done\nFinal Answer: 68 million"])
+    result = ExplicitReActAgent(model, [calculator, search]).run("Population of France?")
+
+    assert [step.error for step in result.steps] == [None, "repeated_call"]
+    assert result.answer == "68 million"
+    assert [BOTH_TOOLS in g for g in sent] == [True, True, True]

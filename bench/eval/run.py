@@ -45,7 +45,8 @@ from _common import HUB_REACT_PROMPT  # noqa: E402
 CLASSIC_STOPPED = "Agent stopped due to iteration limit or time limit."
 
 # A number not glued to a letter before it: "T9" and "H2" are product names, not answers.
-_NUMBER = re.compile(r"(?<![A-Za-z\d.])\d+(?:\.\d+)?")
+# A minus sign counts when it starts the answer or follows a space, "(" or "$" ("-5 years" is not 5).
+_NUMBER = re.compile(r"(?:(?<![^\s($])-)?(?<![A-Za-z\d.])\d+(?:\.\d+)?")
 
 
 # --- the question set and the check -------------------------------------------------------------

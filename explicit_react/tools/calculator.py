@@ -71,12 +71,16 @@ def evaluate(expression: str) -> Number:
     try:
         tree = ast.parse(text, mode="eval")
     except SyntaxError as exc:
+        if (unitless := _without_unit(text)) is not None:
+            return evaluate(unitless)
         raise _words_error(text) or CalculationError(f"invalid expression ({exc.msg}): {text!r}") from None
     except (RecursionError, MemoryError):
         raise CalculationError("expression is nested too deeply") from None
     try:
         return _Evaluator().visit(tree.body)
     except _UnknownName as exc:
+        if (unitless := _without_unit(text)) is not None:
+            return evaluate(unitless)
         raise _words_error(text) or exc from None
     except CalculationError:
         raise
@@ -91,6 +95,37 @@ def evaluate(expression: str) -> Number:
 
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z_]+")
+_NUMBER_AND_WORD = re.compile(r"(?<![A-Za-z_\d.])(\d+(?:\.\d+)?)\s*([A-Za-z]+)\b")
+
+
+def _without_unit(text: str) -> str | None:
+    """``90 minutes - 38 minutes`` -> ``90 - 38``: the expression without its unit, when every word in
+    it is one unit written right after a number; ``None`` when a word stands anywhere else.
+
+    Small models write quantities with their units (Qwen2.5 1.5B: "(3 years - 2 years) * 12"); with
+    a single unit the arithmetic is not in doubt. Two different units are an error: converting them
+    is the model's job, and guessing it here could be wrong.
+    """
+    known = {name.lower() for name in (*FUNCTIONS, *CONSTANTS)}
+    units: list[str] = []
+
+    def drop(match: re.Match[str]) -> str:
+        if match[2].lower() in known:
+            return match[0]
+        units.append(match[2])
+        return match[1]
+
+    stripped = _NUMBER_AND_WORD.sub(drop, text)
+    if not units or any(word.lower() not in known for word in _WORD.findall(stripped)):
+        return None
+    kinds = list(dict.fromkeys(unit.lower().removesuffix("s") for unit in units))
+    if len(kinds) > 1:
+        shown = ", ".join(dict.fromkeys(units))
+        raise CalculationError(
+            f"the expression mixes units ({shown} in {text!r}). Convert every value to one unit "
+            "first, then write the expression with the numbers alone"
+        )
+    return stripped
 
 
 def _words_error(text: str) -> CalculationError | None:
