@@ -24,6 +24,7 @@ from explicit_react.llm import (
     with_grammar,
 )
 from explicit_react.parser import ACTION, ACTION_INPUT, parse
+from explicit_react.policy import call_signature
 from explicit_react.prompt import Message, ReActPrompt, ToolSpec, load_template, render
 from explicit_react.scratchpad import ScratchpadLimits, truncate_middle
 from explicit_react.types import Action, FinalAnswer, Step, TokenUsage
@@ -106,11 +107,10 @@ class TextProtocol:
         if self._llm is None or not steps or steps[-1].error != "repeated_call":
             return None
         last = steps[-1]
-        repeated = last.action
+        repeated, signature = last.action, call_signature(last.action, last.action_input)
         failed_before = any(
             step.error not in (None, "repeated_call")
-            and step.action == repeated
-            and step.action_input == last.action_input
+            and call_signature(step.action, step.action_input) == signature
             for step in steps[:-1]
         )
         if repeated not in self._tool_names or not failed_before:

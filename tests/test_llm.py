@@ -207,7 +207,7 @@ def test_after_a_failed_call_is_repeated_the_grammar_leaves_that_tool_out_for_on
     model = ScriptedChatModel(
         [
             words,
-            words,
+            words.replace(" cost", "  cost "),  # the same call, spaced differently
             "Thought: look it up\nAction: search\nAction Input: France",
             "Thought: done\nFinal Answer: 68 million",
         ]
