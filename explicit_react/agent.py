@@ -147,8 +147,9 @@ class ExplicitReActAgent(Runnable[AgentInput, dict[str, Any]]):
 
             tools = default_tools()
         self.tools: list[BaseTool] = [as_tool(t) for t in tools]
-        self.executor = ToolExecutor(self.tools, suggest_other_tools=True)
         self.allowed_tools = frozenset(allowed_tools) if allowed_tools is not None else None
+        shown = [t for t in self.tools if self.allowed_tools is None or t.name in self.allowed_tools]
+        self.executor = ToolExecutor(self.tools, suggest=[t.name for t in shown])
         if self.allowed_tools is not None and (unknown := self.allowed_tools - set(self.executor.tools)):
             raise ConfigurationError(f"allowed_tools names tools that do not exist: {sorted(unknown)}")
         self.llm = llm
@@ -163,7 +164,6 @@ class ExplicitReActAgent(Runnable[AgentInput, dict[str, Any]]):
         else:
             raise ConfigurationError(f"mode must be 'text' or 'tool_calling', not {mode!r}")
         self.mode = mode
-        shown = [t for t in self.tools if self.allowed_tools is None or t.name in self.allowed_tools]
         bound = self.transport.bind(llm, shown)
         self.model, self.final_model = (
             ModelAdapter(

@@ -8,7 +8,7 @@ import dataclasses
 import difflib
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,10 +67,11 @@ def normalize_name(name: str) -> str:
 class ToolExecutor:
     """Runs actions against a fixed set of tools; never raises for anything the model did."""
 
-    def __init__(self, tools: Sequence[BaseTool], *, suggest_other_tools: bool = False) -> None:
-        """``suggest_other_tools``: a failed call's observation ends with what the other tools do."""
+    def __init__(self, tools: Sequence[BaseTool], *, suggest: Collection[str] | None = None) -> None:
+        """``suggest``: names of the tools a failed call's observation may suggest, with what each
+        does (the tools the model may use); ``None`` suggests none."""
         self.tools = {t.name: t for t in tools}
-        self.suggest_other_tools = suggest_other_tools
+        self.suggest = frozenset(suggest) if suggest is not None else frozenset()
         if len(self.tools) != len(tools):
             raise ConfigurationError("two tools have the same name; tool names must be unique")
         self.specs = {t.name: tool_spec(t) for t in tools}
@@ -100,13 +101,13 @@ class ToolExecutor:
         return "\n".join(f"- {n}: {_first_sentence(self.tools[n].description)}" for n in names[:12])
 
     def _suggest(self, outcome: ToolOutcome, name: str) -> ToolOutcome:
-        """``outcome`` with the other tools listed when the call failed, if ``suggest_other_tools``.
+        """``outcome`` with the other tools in ``suggest`` listed when the call failed.
 
         Measured with Qwen2.5 1.5B under the llama.cpp grammar: a model that sent words to the
         calculator repeated the call after "find each value first, with another tool"; told what the
         other tools do, it can pick the one that looks values up (docs/benchmarks.md)."""
-        others = [n for n in sorted(self.tools) if n != name]
-        if not (self.suggest_other_tools and outcome.error and others):
+        others = [n for n in sorted(self.suggest) if n != name and n in self.tools]
+        if not (outcome.error and others):
             return outcome
         observation = f"{outcome.observation}\nOther tools:\n{self._listing(others)}"
         return dataclasses.replace(outcome, observation=observation)

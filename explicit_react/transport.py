@@ -87,10 +87,15 @@ class TextProtocol:
         self._tool_names: tuple[str, ...] = ()
         self._without: dict[str, Any] = {}
 
+    def _constrains(self, llm: Any) -> bool:
+        """A llama.cpp model, unless ``constrain`` is off or the model already has a grammar of its own."""
+        return self.constrain and takes_grammar(llm) and getattr(llm, "grammar", None) is None
+
     def bind(self, llm: Any, tools: Sequence[BaseTool]) -> Any:
         """The model as it is (the tools are described in the prompt); a llama.cpp model, unless
-        ``constrain`` is off, is held to the ReAct format and the names of ``tools`` by a grammar."""
-        if self.constrain and tools and takes_grammar(llm):
+        ``constrain`` is off or it has a grammar set, is held to the ReAct format and the names of
+        ``tools`` by a grammar (with no tools, to a Final Answer)."""
+        if self._constrains(llm):
             self._llm, self._tool_names = llm, tuple(t.name for t in tools)
             return with_grammar(llm, react_grammar(self._tool_names), self.stop)
         return llm
@@ -121,8 +126,8 @@ class TextProtocol:
         return self._without[repeated]
 
     def bind_final(self, llm: Any) -> Any:
-        """The model as it is; a llama.cpp model, unless ``constrain`` is off, is held to a Final Answer."""
-        if self.constrain and takes_grammar(llm):
+        """The model as it is; a llama.cpp model (as in ``bind``) is held to a Final Answer."""
+        if self._constrains(llm):
             return with_grammar(llm, final_answer_grammar(), self.stop)
         return llm
 

@@ -58,7 +58,7 @@ def test_concurrency(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert [(r["framework"], r["tool"], r["concurrency"]) for r in data["rows"]] == [
         (framework, tool, level) for level in (1, 5) for tool in ("sync", "async") for framework in frameworks
     ]
-    assert set(data["summary"]["explicit_react_efficiency_at_50"]) <= {"sync", "async"}
+    assert data["summary"]["explicit_react_efficiency_at_50"] == {}  # --quick has no level 50
     assert all(r["efficiency"] > 0 and r["kib_per_concurrent_run"] > 0 for r in data["rows"])
 
 
@@ -105,6 +105,9 @@ def test_eval_with_a_scripted_model(tmp_path: Path, capsys: pytest.CaptureFixtur
         ("Port", "Port Hallam", False),
         ("It was 14 years old when the Tidewalker T9 launched.", 9, False),
         ("-5 years", 5, False),
+        ("x=-5", 5, False),
+        ("-$5", 5, False),
+        ("\u22125 years", 5, False),
         ("It opened 5 years later (2016-2011).", 5, True),
     ],
 )

@@ -129,7 +129,7 @@ def test_an_unknown_tool_gets_the_closest_name_or_what_each_tool_does() -> None:
 def _suggesting() -> ToolExecutor:
     from explicit_react.tools import calculator
 
-    return ToolExecutor([calculator, search], suggest_other_tools=True)
+    return ToolExecutor([calculator, search], suggest=["calculator", "search"])
 
 
 def test_a_refused_input_is_followed_by_what_the_other_tools_do() -> None:
@@ -146,7 +146,7 @@ def test_an_exception_and_an_async_failure_are_followed_by_the_other_tools_too()
         """Always fails."""
         raise RuntimeError("disk on fire")
 
-    executor = ToolExecutor([broken, search], suggest_other_tools=True)
+    executor = ToolExecutor([broken, search], suggest=["broken", "search"])
     for outcome in (executor.execute("broken", "x"), asyncio.run(executor.aexecute("broken", "x"))):
         assert outcome.observation.startswith("Error: tool 'broken' failed: RuntimeError: disk on fire")
         assert outcome.observation.endswith(
@@ -158,7 +158,22 @@ def test_no_suggestion_after_a_success_for_a_single_tool_or_by_default() -> None
     from explicit_react.tools import calculator
 
     assert _suggesting().execute("calculator", "6 * 7").observation == "42"
-    alone = ToolExecutor([calculator], suggest_other_tools=True).execute("calculator", "six")
+    alone = ToolExecutor([calculator], suggest=["calculator"]).execute("calculator", "six")
     assert "Other tools" not in alone.observation
     default = ToolExecutor([calculator, search]).execute("calculator", "six")
     assert "Other tools" not in default.observation
+
+
+def test_only_the_tools_the_model_may_use_are_suggested() -> None:
+    from explicit_react import ExplicitReActAgent
+    from explicit_react.testing import ScriptedChatModel
+    from explicit_react.tools import calculator
+
+    executor = ToolExecutor([calculator, search], suggest=["calculator"])
+    assert "Other tools" not in executor.execute("calculator", "six").observation
+
+    model = ScriptedChatModel(
+        ["Thought: t\nAction: calculator\nAction Input: six", "Thought: t\nFinal Answer: 6"]
+    )
+    agent = ExplicitReActAgent(model, [calculator, search], allowed_tools=["calculator"])
+    assert "search" not in agent.run("six?").steps[0].observation

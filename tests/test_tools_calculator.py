@@ -125,12 +125,36 @@ def test_clear_errors(expression: str, message: str) -> None:
         ("90 minutes / 38 minutes", "2.36842105263158"),
         ("1270 dollars * 3", "3810"),
         ("2e5 + 1", "200001"),  # an exponent is not a unit
+        ("1 box + 2 boxes", "3"),
+        ("3 min + 4 min", "7"),  # a function's name with no "(" after it is a unit
+        (".5 hours * 2", "1"),
+        ("1.5e3 dollars + 1", "1501"),
     ],
 )
 def test_one_unit_written_after_the_numbers_is_dropped(expression: str, expected: str) -> None:
     """Small models write quantities with their unit (Qwen2.5 1.5B in bench/eval); with one unit
     the arithmetic is not in doubt."""
     assert calculator.invoke(expression) == expected
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "10 percent * 200",  # an operation in words, not a unit
+        "2x + 3",
+        "3 x 4",
+        "2 kg m",  # a second word is not stripped too
+        "5 a b",
+        "2 m + 3 ms",  # one-letter words are not units, and "ms" is not the plural of "m"
+    ],
+)
+def test_words_that_are_not_a_single_unit_are_refused(expression: str) -> None:
+    assert calculator.invoke(expression).startswith("Error:")
+
+
+def test_an_error_after_the_unit_is_dropped_names_the_expression_as_written() -> None:
+    assert calculator.invoke("5 dollars / 0 dollars") == "Error: division by zero"
+    assert calculator.invoke("sqrt(-4 meters)").startswith("Error: cannot compute 'sqrt(-4 meters)'")
 
 
 def test_deep_nesting_is_a_clear_error_not_a_crash() -> None:

@@ -45,8 +45,9 @@ from _common import HUB_REACT_PROMPT  # noqa: E402
 CLASSIC_STOPPED = "Agent stopped due to iteration limit or time limit."
 
 # A number not glued to a letter before it: "T9" and "H2" are product names, not answers.
-# A minus sign counts when it starts the answer or follows a space, "(" or "$" ("-5 years" is not 5).
-_NUMBER = re.compile(r"(?:(?<![^\s($])-)?(?<![A-Za-z\d.])\d+(?:\.\d+)?")
+# A minus sign counts unless a letter or digit stands right before it: "-5 years" and "x=-5" are
+# not 5, "2016-2011" is two years.
+_NUMBER = re.compile(r"(?:(?<![A-Za-z\d])-)?(?<![A-Za-z\d.])\d+(?:\.\d+)?")
 
 
 # --- the question set and the check -------------------------------------------------------------
@@ -60,7 +61,7 @@ def load_questions(limit: int | None = None) -> list[dict[str, Any]]:
 
 def numbers_in(text: str) -> list[float]:
     """Every number in ``text``; thousands separators (``53,544``) and ``$`` are understood."""
-    text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text)
+    text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text).replace("\u2212", "-").replace("$", "")
     return [float(n) for n in _NUMBER.findall(text)]
 
 

@@ -72,7 +72,7 @@ def evaluate(expression: str) -> Number:
         tree = ast.parse(text, mode="eval")
     except SyntaxError as exc:
         if (unitless := _without_unit(text)) is not None:
-            return evaluate(unitless)
+            return _evaluate_unitless(unitless, text)
         raise _words_error(text) or CalculationError(f"invalid expression ({exc.msg}): {text!r}") from None
     except (RecursionError, MemoryError):
         raise CalculationError("expression is nested too deeply") from None
@@ -80,7 +80,7 @@ def evaluate(expression: str) -> Number:
         return _Evaluator().visit(tree.body)
     except _UnknownName as exc:
         if (unitless := _without_unit(text)) is not None:
-            return evaluate(unitless)
+            return _evaluate_unitless(unitless, text)
         raise _words_error(text) or exc from None
     except CalculationError:
         raise
@@ -95,37 +95,65 @@ def evaluate(expression: str) -> Number:
 
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z_]+")
-_NUMBER_AND_WORD = re.compile(r"(?<![A-Za-z_\d.])(\d+(?:\.\d+)?)\s*([A-Za-z]+)\b")
+_ANY_WORD = re.compile(r"[A-Za-z_]+")
+_NUMBER_AND_WORD = re.compile(
+    r"(?<![A-Za-z_\d.])((?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)[ \t]*([A-Za-z]{2,})\b(?![ \t]*\()"
+)
+# Words that stand for an operation or a variable, not a unit: "10 percent * 200" is not 2000.
+_NOT_UNITS = frozenset({"percent", "pct", "times", "by", "of", "per", "plus", "minus", "and", "to", "or"})
 
 
 def _without_unit(text: str) -> str | None:
     """``90 minutes - 38 minutes`` -> ``90 - 38``: the expression without its unit, when every word in
-    it is one unit written right after a number; ``None`` when a word stands anywhere else.
+    it is one unit (two letters or more) written right after a number; ``None`` when a word stands
+    anywhere else, or is an operation in words ("percent", "times").
 
     Small models write quantities with their units (Qwen2.5 1.5B: "(3 years - 2 years) * 12"); with
     a single unit the arithmetic is not in doubt. Two different units are an error: converting them
-    is the model's job, and guessing it here could be wrong.
+    is the model's job, and guessing it here could be wrong. A function's name written as a unit
+    ("3 min") counts as a unit when no "(" follows it.
     """
-    known = {name.lower() for name in (*FUNCTIONS, *CONSTANTS)}
+    constants = {name.lower() for name in CONSTANTS}
     units: list[str] = []
 
     def drop(match: re.Match[str]) -> str:
-        if match[2].lower() in known:
+        if match[2].lower() in constants:
             return match[0]
         units.append(match[2])
         return match[1]
 
     stripped = _NUMBER_AND_WORD.sub(drop, text)
-    if not units or any(word.lower() not in known for word in _WORD.findall(stripped)):
+    known = {name.lower() for name in (*FUNCTIONS, *CONSTANTS)}
+    if not units or any(word.lower() not in known for word in _ANY_WORD.findall(stripped)):
         return None
-    kinds = list(dict.fromkeys(unit.lower().removesuffix("s") for unit in units))
-    if len(kinds) > 1:
+    if any(unit.lower() in _NOT_UNITS for unit in units):
+        return None
+    if len({_singular(unit, units) for unit in units}) > 1:
         shown = ", ".join(dict.fromkeys(units))
         raise CalculationError(
             f"the expression mixes units ({shown} in {text!r}). Convert every value to one unit "
             "first, then write the expression with the numbers alone"
         )
     return stripped
+
+
+def _singular(unit: str, units: list[str]) -> str:
+    """``unit`` in lower case, as its singular when that is also among ``units`` (years/year,
+    inches/inch); a singular of at least three letters, so "ms" is not the plural of "m"."""
+    word, seen = unit.lower(), {u.lower() for u in units}
+    for suffix in ("es", "s"):
+        stem = word.removesuffix(suffix)
+        if stem != word and len(stem) >= 3 and stem in seen:
+            return stem
+    return word
+
+
+def _evaluate_unitless(unitless: str, original: str) -> Number:
+    """``unitless`` computed; an error names the ``original`` expression, as the model wrote it."""
+    try:
+        return evaluate(unitless)
+    except CalculationError as exc:
+        raise CalculationError(str(exc).replace(repr(unitless), repr(original))) from None
 
 
 def _words_error(text: str) -> CalculationError | None:
