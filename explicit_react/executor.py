@@ -84,8 +84,9 @@ class ToolExecutor:
         return self._loose.get(normalize_name(name))
 
     def unknown_tool_observation(self, name: str) -> str:
-        """The observation for a tool name that matches no tool: the real names and the closest one."""
-        names = sorted(self.tools)
+        """The observation for a tool name that matches no tool: the real names (those in ``suggest``,
+        when it is given) and the closest one."""
+        names = sorted(n for n in self.tools if not self.suggest or n in self.suggest)
         if not names:
             return f"Error: there is no tool named {name!r}. There are no tools: answer without them."
         close = difflib.get_close_matches(name, names, n=1, cutoff=0.5)

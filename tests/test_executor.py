@@ -177,3 +177,12 @@ def test_only_the_tools_the_model_may_use_are_suggested() -> None:
     )
     agent = ExplicitReActAgent(model, [calculator, search], allowed_tools=["calculator"])
     assert "search" not in agent.run("six?").steps[0].observation
+
+    made_up = ScriptedChatModel(
+        ["Thought: t\nAction: frobnicate\nAction Input: x", "Thought: t\nFinal Answer: 6"]
+    )
+    agent = ExplicitReActAgent(made_up, [calculator, search], allowed_tools=["calculator"])
+    observation = agent.run("six?").steps[0].observation
+    assert observation.startswith("Error: there is no tool named 'frobnicate'")
+    assert "calculator" in observation
+    assert "search" not in observation
