@@ -95,6 +95,8 @@ def evaluate(expression: str) -> Number:
 
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z_]+")
+_CONSTANT_NAMES = frozenset(name.lower() for name in CONSTANTS)
+_KNOWN_NAMES = frozenset(name.lower() for name in (*FUNCTIONS, *CONSTANTS))
 _ANY_WORD = re.compile(r"[A-Za-z_]+")
 _NUMBER_AND_WORD = re.compile(
     r"(?<![A-Za-z_\d.])((?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)[ \t]*([A-Za-z]{2,})\b(?![ \t]*\()"
@@ -113,18 +115,16 @@ def _without_unit(text: str) -> str | None:
     is the model's job, and guessing it here could be wrong. A function's name written as a unit
     ("3 min") counts as a unit when no "(" follows it.
     """
-    constants = {name.lower() for name in CONSTANTS}
     units: list[str] = []
 
     def drop(match: re.Match[str]) -> str:
-        if match[2].lower() in constants:
+        if match[2].lower() in _CONSTANT_NAMES:
             return match[0]
         units.append(match[2])
         return match[1]
 
     stripped = _NUMBER_AND_WORD.sub(drop, text)
-    known = {name.lower() for name in (*FUNCTIONS, *CONSTANTS)}
-    if not units or any(word.lower() not in known for word in _ANY_WORD.findall(stripped)):
+    if not units or any(word.lower() not in _KNOWN_NAMES for word in _ANY_WORD.findall(stripped)):
         return None
     if any(unit.lower() in _NOT_UNITS for unit in units):
         return None
@@ -159,8 +159,7 @@ def _evaluate_unitless(unitless: str, original: str) -> Number:
 def _words_error(text: str) -> CalculationError | None:
     """An error that says words stand where numbers belong ("Brisk Arm cost / Pellet cost",
     "90 minutes / 38 minutes", as small models write), or ``None`` when there are no such words."""
-    known = {name.lower() for name in (*FUNCTIONS, *CONSTANTS)}
-    words = list(dict.fromkeys(w for w in _WORD.findall(text) if w.lower() not in known))[:3]
+    words = list(dict.fromkeys(w for w in _WORD.findall(text) if w.lower() not in _KNOWN_NAMES))[:3]
     if not words:
         return None
     return CalculationError(
