@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from typing import Any
 
 import pytest
@@ -113,9 +114,74 @@ def test_not_a_model_is_a_configuration_error() -> None:
 def test_react_grammar_allows_only_the_given_tool_names() -> None:
     grammar = react_grammar(["calculator", 'odd"name'])
     assert 'tool ::= "calculator" | "odd\\"name"' in grammar
-    assert grammar.startswith("root ::= thought (action | final)")
+    assert grammar.startswith("root ::= knows final | thought (action | final)")
     assert '"Final Answer: "' in grammar
     assert react_grammar([]) == final_answer_grammar()  # no tool left: only an answer
+
+
+# A GBNF grammar without recursion describes a regular language; written as a Python regex it can be
+# checked against strings here, without llama.cpp (which compiles a grammar only against a vocabulary).
+_GBNF_TOKEN = re.compile(
+    r'\s*(?:(?P<lit>"(?:[^"\\]|\\.)*")|(?P<cls>\[(?:[^\]\\]|\\.)*\])|(?P<name>[a-zA-Z0-9-]+)'
+    r"|(?P<rep>\{\d+(?:,\d*)?\}|[+*?])|(?P<op>[()|]))"
+)
+
+
+def _gbnf_regex(grammar: str) -> re.Pattern[str]:
+    rules = dict(line.split(" ::= ", 1) for line in grammar.splitlines())
+
+    def expand(name: str) -> str:
+        parts, body = [], rules[name]
+        for token in _GBNF_TOKEN.finditer(body):
+            if token["lit"]:
+                literal = token["lit"][1:-1].replace("\\n", "\n").replace('\\"', '"').replace("\\\\", "\\")
+                parts.append(re.escape(literal))
+            elif token["cls"] or token["rep"] or token["op"]:
+                parts.append(token[0].strip().replace("(", "(?:") if token["op"] else token[0].strip())
+            else:
+                parts.append(f"(?:{expand(token['name'])})")
+        assert "".join(t[0] for t in _GBNF_TOKEN.finditer(body)).strip() == body.strip()
+        return "".join(parts)
+
+    return re.compile(expand("root"))
+
+
+def _allows(grammar: str, text: str) -> bool:
+    return _gbnf_regex(grammar).fullmatch(text) is not None
+
+
+@pytest.mark.parametrize(
+    ("text", "allowed"),
+    [
+        ("Thought: look it up\nAction: calculator\nAction Input: 2 + 2", True),
+        ("Thought: add\n\nAction: search\nAction Input: a\nb", True),
+        ("Thought: done\nFinal Answer: 4 wheels", True),
+        ("Thought: I now know the final answer, in wheels\nFinal Answer: 4 wheels", True),
+        # The format's "I now know the final answer" is followed by the answer, never another call.
+        ("Thought: I now know the final answer\nAction: calculator\nAction Input: 2 + 2", False),
+        ("Thought: I now know the final answer. Check it.\nAction: search\nAction Input: x", False),
+        # Only that exact opening: a Thought that merely starts like it may act.
+        ("Thought: I now\nAction: search\nAction Input: x", True),
+        ("Thought: I now know the final\nAction: search\nAction Input: x", True),
+        ("Thought: I now know what to search\nAction: search\nAction Input: x", True),
+        ("Thought: It is known\nAction: search\nAction Input: x", True),
+        ("Thought: x\nAction: other\nAction Input: q", False),  # not a shown tool
+        ("Action: search\nAction Input: q", False),  # no Thought
+        ("Thought: two\nlines\nFinal Answer: x", False),  # the Thought is one line
+        ("Thought: " + "x" * 400 + "\nFinal Answer: x", True),
+        ("Thought: " + "x" * 430 + "\nFinal Answer: x", False),  # at most ~400 characters
+    ],
+)
+def test_the_react_grammar_accepts_exactly_the_reply_shapes_it_should(text: str, allowed: bool) -> None:
+    assert _allows(react_grammar(["calculator", "search"]), text) is allowed
+
+
+def test_the_final_answer_grammar_allows_only_a_thought_and_an_answer() -> None:
+    grammar = final_answer_grammar()
+    assert _allows(grammar, "Thought: I now know the final answer\nFinal Answer: 4")
+    assert _allows(grammar, "Thought: sum it\nFinal Answer: 4")
+    assert not _allows(grammar, "Thought: x\nAction: search\nAction Input: q")
+    assert not _allows(grammar, "Final Answer: 4")
 
 
 def test_the_final_answer_grammar_has_no_action() -> None:
@@ -258,3 +324,10 @@ def test_a_repeated_call_that_had_succeeded_keeps_every_tool(monkeypatch: pytest
     assert [step.error for step in result.steps] == [None, "repeated_call"]
     assert result.answer == "68 million"
     assert [BOTH_TOOLS in g for g in sent] == [True, True, True]
+
+
+def test_the_phrase_the_grammar_holds_to_an_answer_is_the_one_the_prompt_teaches() -> None:
+    from explicit_react.llm import KNOWS_ANSWER
+    from explicit_react.prompt import load_template
+
+    assert f"Thought: {KNOWS_ANSWER}" in load_template("format")
