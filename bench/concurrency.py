@@ -14,6 +14,8 @@ explicit_react's ``ExplicitReActAgent.abatch`` is compared with the classic ``Ag
 (same model, tool and hub ReAct prompt), both with ``config={"max_concurrency": c}``.
 A third row runs explicit_react with the model as a plain async function (same replies, same
 delay) instead of a LangChain chat model, to show how much of the cost is the chat-model machinery.
+A fourth row has no agent: each question makes the same two model calls and one tool call through
+LangChain's interfaces and nothing else, the ceiling for any agent built on those objects.
 
     python bench/concurrency.py [--questions 200] [--delay 0.05] [--quick] [--out PATH]
 """
@@ -33,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import BaseTool, StructuredTool, tool
 
@@ -149,10 +151,33 @@ def classic_batch(delay: float, tool: BaseTool) -> Batch:
     return batch
 
 
+def langchain_calls_batch(delay: float, tool: BaseTool) -> Batch:
+    """No agent at all: per question the two model calls and the one tool call an agent makes, through
+    the same LangChain interfaces (``BaseChatModel.ainvoke``, ``BaseTool.arun``), with no prompt, parser
+    or loop around them. The most any agent that calls these objects can reach on this machine."""
+    model = QuestionKeyedModel(delay=delay)
+
+    async def one(question: str, slots: asyncio.Semaphore) -> str:
+        async with slots:
+            item = _ITEM.search(question)
+            assert item is not None
+            await model.ainvoke([HumanMessage(question)])
+            observation = await tool.arun(f"item {item[1]}")
+            reply = await model.ainvoke([HumanMessage(f"{question}\n{observation}")])
+            return str(reply.content).split("Final Answer: ", 1)[1]
+
+    async def batch(questions: list[str], concurrency: int) -> list[str]:
+        slots = asyncio.Semaphore(concurrency)
+        return list(await asyncio.gather(*(one(q, slots) for q in questions)))
+
+    return batch
+
+
 FRAMEWORKS: dict[str, Callable[[float, BaseTool], Batch]] = {
     "explicit_react": explicit_batch,
     "classic AgentExecutor": classic_batch,
     "explicit_react, model as an async function": explicit_function_batch,
+    "no agent: the LangChain calls alone": langchain_calls_batch,
 }
 
 
@@ -263,17 +288,20 @@ def main(argv: list[str] | None = None) -> int:
             ],
         )
     )
-    at_50 = {
-        r["tool"]: r["efficiency"]
-        for r in rows
-        if r["framework"] == "explicit_react" and r["concurrency"] == 50
-    }
+
+    def at_50(framework: str) -> dict[str, float]:
+        return {
+            r["tool"]: r["efficiency"] for r in rows if r["framework"] == framework and r["concurrency"] == 50
+        }
+
+    explicit_at_50 = at_50("explicit_react")
     summary = {
         "questions": args.questions,
         "delay": args.delay,
         "repeats": args.repeats,
-        "explicit_react_efficiency_at_50": at_50,
-        "target_met": {kind: efficiency >= 0.9 for kind, efficiency in at_50.items()},
+        "explicit_react_efficiency_at_50": explicit_at_50,
+        "langchain_calls_alone_efficiency_at_50": at_50("no agent: the LangChain calls alone"),
+        "target_met": {kind: efficiency >= 0.9 for kind, efficiency in explicit_at_50.items()},
     }
     write_json(args.out, {"summary": summary, "rows": rows})
     return 0

@@ -212,9 +212,9 @@ def _find_labels(text: str, grammar: _Grammar) -> list[_Label]:
     masked = _FENCE_PAIR.sub(lambda fence: re.sub(r"[^\n]", " ", fence[0]), text)
     found = []
     for match in grammar.label.finditer(masked):
-        group, word = next(
-            (name, value) for name, value in match.groupdict().items() if value and name != "bold"
-        )
+        group = match.lastgroup  # the label's word: "bold", the only other group, closes before it
+        assert group is not None and group != "bold"
+        word = match[group]
         line_begins = text.rfind("\n", 0, match.start()) + 1
         line_start = not text[line_begins : match.start()].strip(" \t#>-")
         if not line_start and " ".join(word.split()) != grammar.words[group]:

@@ -54,11 +54,17 @@ def test_overhead(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
 def test_concurrency(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     printed, data = run("concurrency.py", ["--quick"], tmp_path, capsys)
     assert "% of ideal" in printed
-    frameworks = ["explicit_react", "classic AgentExecutor", "explicit_react, model as an async function"]
+    frameworks = [
+        "explicit_react",
+        "classic AgentExecutor",
+        "explicit_react, model as an async function",
+        "no agent: the LangChain calls alone",
+    ]
     assert [(r["framework"], r["tool"], r["concurrency"]) for r in data["rows"]] == [
         (framework, tool, level) for level in (1, 5) for tool in ("sync", "async") for framework in frameworks
     ]
     assert data["summary"]["explicit_react_efficiency_at_50"] == {}  # --quick has no level 50
+    assert data["summary"]["langchain_calls_alone_efficiency_at_50"] == {}
     assert all(r["efficiency"] > 0 and r["kib_per_concurrent_run"] > 0 for r in data["rows"])
 
 
