@@ -8,7 +8,8 @@ adds nothing but waiting; the rest is CPU the framework spends per run, which co
 
 Memory per concurrent run = the tracemalloc peak above the starting point during the batch, divided
 by the number of runs in flight (``c``). It is measured in a separate pass, because tracemalloc
-slows Python down and would spoil the timing.
+slows Python down and would spoil the timing. A last pass sets the delay to 0 and measures the CPU
+each question costs (``time.process_time``): that is what concurrency cannot hide.
 
 explicit_react's ``ExplicitReActAgent.abatch`` is compared with the classic ``AgentExecutor.abatch``
 (same model, tool and hub ReAct prompt), both with ``config={"max_concurrency": c}``.
@@ -243,6 +244,23 @@ def measure(n: int, delay: float, levels: list[int], repeats: int, tools: list[s
     return rows
 
 
+def cpu_per_question(n: int, tools: list[str]) -> list[dict[str, Any]]:
+    """CPU milliseconds per question with the model's delay at 0 (``time.process_time``, which counts
+    every thread, over ``n`` questions at concurrency 50): the cost concurrency cannot hide."""
+    rows = []
+    for kind in tools:
+        for name, make in FRAMEWORKS.items():
+            batch = make(0.0, TOOLS[kind])
+            timed(name, batch, min(n, 50), 50)  # warm-up
+            gc.collect()
+            began = time.process_time()
+            outputs = asyncio.run(batch(questions(n), 50))
+            seconds = time.process_time() - began
+            check(name, outputs, n)
+            rows.append({"framework": name, "tool": kind, "cpu_ms_per_question": 1000 * seconds / n})
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--questions", type=int, default=200)
@@ -257,6 +275,8 @@ def main(argv: list[str] | None = None) -> int:
         args.questions, args.delay, args.levels, args.repeats = 10, 0.005, "1,5", 1
     levels = [int(level) for level in args.levels.split(",")]
     rows = measure(args.questions, args.delay, levels, args.repeats, args.tools.split(","))
+    cpu_questions = 20 if args.quick else 1000
+    cpu = cpu_per_question(cpu_questions, args.tools.split(","))
     print(
         f"abatch over {args.questions} questions, 2 model calls each, {args.delay * 1000:.0f} ms per call, "
         f"median of {args.repeats}\n"
@@ -289,6 +309,14 @@ def main(argv: list[str] | None = None) -> int:
         )
     )
 
+    print(f"\nCPU per question with no model delay ({cpu_questions} questions at concurrency 50)\n")
+    print(
+        table(
+            ["framework", "tool", "CPU ms per question"],
+            [[r["framework"], r["tool"], f"{r['cpu_ms_per_question']:.2f}"] for r in cpu],
+        )
+    )
+
     def at_50(framework: str) -> dict[str, float]:
         return {
             r["tool"]: r["efficiency"] for r in rows if r["framework"] == framework and r["concurrency"] == 50
@@ -303,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
         "langchain_calls_alone_efficiency_at_50": at_50("no agent: the LangChain calls alone"),
         "target_met": {kind: efficiency >= 0.9 for kind, efficiency in explicit_at_50.items()},
     }
-    write_json(args.out, {"summary": summary, "rows": rows})
+    write_json(args.out, {"summary": summary, "rows": rows, "cpu": cpu})
     return 0
 
 

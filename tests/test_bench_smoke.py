@@ -65,6 +65,10 @@ def test_concurrency(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     ]
     assert data["summary"]["explicit_react_efficiency_at_50"] == {}  # --quick has no level 50
     assert data["summary"]["langchain_calls_alone_efficiency_at_50"] == {}
+    assert [(r["framework"], r["tool"]) for r in data["cpu"]] == [
+        (framework, tool) for tool in ("sync", "async") for framework in frameworks
+    ]
+    assert all(r["cpu_ms_per_question"] > 0 for r in data["cpu"])
     assert all(r["efficiency"] > 0 and r["kib_per_concurrent_run"] > 0 for r in data["rows"])
 
 
