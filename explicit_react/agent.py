@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -75,8 +76,10 @@ class _Run:
     result: AgentResult | None = None
     final_log: str = ""
 
-    @property
+    @cached_property
     def callbacks(self) -> Any:
+        """The child callback manager the run's model and tool calls report to. Built once: each call
+        copies it into a manager of its own, so sharing it is safe (and ``get_child`` is not free)."""
         return self.manager.get_child() if self.manager else None
 
     def count(self, usage: TokenUsage) -> None:

@@ -389,6 +389,26 @@ def test_callbacks_see_chain_agent_llm_and_tool_events_nested() -> None:
     assert all(parent == root for name, _, parent in recorder.events if name in ("llm_start", "tool_start"))
 
 
+def test_async_runs_report_each_call_once_under_its_own_run() -> None:
+    """The run's child callback manager is built once and shared by its calls: each model and tool
+    call still gets a run of its own, under the agent's, and concurrent runs do not mix."""
+    recorders = [EventRecorder(), EventRecorder()]
+
+    async def both() -> None:
+        runs = (france_agent()[0].ainvoke(QUESTION, config={"callbacks": [r]}) for r in recorders)
+        await asyncio.gather(*runs)
+
+    asyncio.run(both())
+    for recorder in recorders:
+        root = recorder.events[0][1]
+        calls = [
+            (run, parent) for name, run, parent in recorder.events if name in ("llm_start", "tool_start")
+        ]
+        assert len(calls) == 7
+        assert all(parent == root for _, parent in calls)
+        assert len({run for run, _ in calls}) == 7  # a run id per call
+
+
 def test_verbose_trace_prints_turn_counters() -> None:
     buffer = io.StringIO()
     printer = TracePrinter(Console(file=buffer, width=120, color_system=None))
