@@ -138,7 +138,6 @@ class ExplicitReActAgent(Runnable[AgentInput, dict[str, Any]]):
         listeners: Sequence[RunListener] = (),
         mode: Literal["text", "tool_calling"] = "text",
         constrain_local: bool = True,
-        history: Literal["scratchpad", "turns"] = "scratchpad",
     ) -> None:
         if on_limit not in ("generate", "force"):
             raise ConfigurationError(f"on_limit must be 'generate' or 'force', not {on_limit!r}")
@@ -162,9 +161,7 @@ class ExplicitReActAgent(Runnable[AgentInput, dict[str, Any]]):
             max_observation_chars=max_observation_chars, keep_recent=keep_recent_steps
         )
         if mode == "text":
-            self.transport: Transport = TextProtocol(
-                self.prompt, self.limits, constrain=constrain_local, history=history
-            )
+            self.transport: Transport = TextProtocol(self.prompt, self.limits, constrain=constrain_local)
         elif mode == "tool_calling":
             self.transport = NativeToolCalling(self.limits)
         else:

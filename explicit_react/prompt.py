@@ -101,44 +101,8 @@ class ReActPrompt:
             context=_context_block(context),
             question=question.strip(),
             scratchpad=scratchpad,
-            request=load_template("final_request").strip(),
         )
         return [{"role": "system", "content": self.system(tools)}, {"role": "user", "content": user.strip()}]
-
-    def turn_messages(
-        self,
-        question: str,
-        tools: Sequence[ToolSpec],
-        turns: Sequence[tuple[str, str]],
-        earlier: str = "",
-        context: str = "",
-        steps_left: int | None = None,
-        final: bool = False,
-    ) -> list[Message]:
-        """The messages with each step as a chat turn: the model's reply as an assistant message,
-        its Observation as the next user message. ``earlier`` summarises steps no longer shown.
-
-        The instruction for the next reply (steps left, or with ``final`` the request for an answer
-        without tools) closes the last user message."""
-        closing = load_template("final_request").strip() if final else _steps_left_line(steps_left)
-        opening = render(
-            load_template("question"),
-            context=_context_block(context),
-            question=question.strip(),
-            scratchpad=earlier,
-            steps_left="" if turns else closing,
-        )
-        messages: list[Message] = [
-            {"role": "system", "content": self.system(tools)},
-            {"role": "user", "content": opening.strip()},
-        ]
-        for number, (reply, observation) in enumerate(turns, 1):
-            after = f"\n\n{closing}" if number == len(turns) else ""
-            messages += [
-                {"role": "assistant", "content": reply},
-                {"role": "user", "content": f"Observation: {observation}{after}"},
-            ]
-        return messages
 
 
 @lru_cache(maxsize=64)

@@ -48,19 +48,17 @@ def format_tool_input(tool_input: Any) -> str:
     return json.dumps(tool_input, ensure_ascii=False)
 
 
-def render_reply(step: Step) -> str:
-    """What the model wrote for ``step``: its reply as read (Thought, Action, Action Input), or the
-    raw text of a reply that could not be parsed."""
-    if not step.action:
-        return step.log.strip()
-    lines = [f"{THOUGHT}: {step.thought}"] if step.thought else []
-    lines += [f"{ACTION}: {step.action}", f"{ACTION_INPUT}: {format_tool_input(step.action_input)}"]
-    return "\n".join(lines)
-
-
 def render_step(step: Step) -> str:
-    """One step in the exact format the model is asked to write, with its Observation."""
-    return f"{render_reply(step)}\n{OBSERVATION}: {step.observation}"
+    """One step in the exact format the model is asked to write."""
+    if not step.action:  # the reply could not be parsed: show it, then what was wrong
+        return f"{step.log.strip()}\n{OBSERVATION}: {step.observation}"
+    lines = [f"{THOUGHT}: {step.thought}"] if step.thought else []
+    lines += [
+        f"{ACTION}: {step.action}",
+        f"{ACTION_INPUT}: {format_tool_input(step.action_input)}",
+        f"{OBSERVATION}: {step.observation}",
+    ]
+    return "\n".join(lines)
 
 
 def summarize_step(number: int, step: Step, chars: int) -> str:
@@ -74,24 +72,20 @@ def summarize_step(number: int, step: Step, chars: int) -> str:
     return f"- step {number}: {step.action}({tool_input}) -> {observation}"
 
 
-def split(steps: Sequence[Step], limits: ScratchpadLimits | None = None) -> tuple[str, list[Step]]:
-    """The summary of the older steps ("" when there are none) and the latest steps, to show verbatim."""
-    limits = limits or ScratchpadLimits()
-    keep = len(steps) if limits.keep_recent is None else limits.keep_recent
-    older, recent = steps[: max(0, len(steps) - keep)], list(steps[max(0, len(steps) - keep) :])
-    if not older:
-        return "", recent
-    shown = older[-limits.max_summary_lines :] if limits.max_summary_lines > 0 else []
-    dropped = len(older) - len(shown)
-    lines = [f"Earlier steps, summarised ({len(older)} steps):"]
-    if dropped:
-        lines.append(f"- steps 1-{dropped}: omitted")
-    first = dropped + 1
-    lines += [summarize_step(first + i, s, limits.summary_chars) for i, s in enumerate(shown)]
-    return "\n".join(lines), recent
-
-
 def render(steps: Sequence[Step], limits: ScratchpadLimits | None = None) -> str:
     """The scratchpad for ``steps``: compacted older steps, then the latest verbatim."""
-    earlier, recent = split(steps, limits)
-    return "\n".join([earlier] * bool(earlier) + [render_step(s) for s in recent])
+    limits = limits or ScratchpadLimits()
+    keep = len(steps) if limits.keep_recent is None else limits.keep_recent
+    older, recent = steps[: max(0, len(steps) - keep)], steps[max(0, len(steps) - keep) :]
+    parts: list[str] = []
+    if older:
+        shown = older[-limits.max_summary_lines :] if limits.max_summary_lines > 0 else []
+        dropped = len(older) - len(shown)
+        lines = [f"Earlier steps, summarised ({len(older)} steps):"]
+        if dropped:
+            lines.append(f"- steps 1-{dropped}: omitted")
+        first = dropped + 1
+        lines += [summarize_step(first + i, s, limits.summary_chars) for i, s in enumerate(shown)]
+        parts.append("\n".join(lines))
+    parts += [render_step(s) for s in recent]
+    return "\n".join(parts)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from langchain_core.tools import BaseTool
 
@@ -79,18 +79,10 @@ class TextProtocol:
 
     stop: tuple[str, ...] = (STOP_SEQUENCE,)
 
-    def __init__(
-        self,
-        prompt: ReActPrompt,
-        limits: ScratchpadLimits,
-        *,
-        constrain: bool = True,
-        history: Literal["scratchpad", "turns"] = "scratchpad",
-    ) -> None:
+    def __init__(self, prompt: ReActPrompt, limits: ScratchpadLimits, *, constrain: bool = True) -> None:
         self.prompt = prompt
         self.limits = limits
         self.constrain = constrain
-        self.history = history
         self._llm: Any = None
         self._tool_names: tuple[str, ...] = ()
         self._without: dict[str, Any] = {}
@@ -147,11 +139,7 @@ class TextProtocol:
         context: str,
         steps_left: int | None,
     ) -> list[Message]:
-        """System prompt with tools and format; the question, context and scratchpad as the user
-        message, or (``history="turns"``) each step as an assistant reply and an Observation."""
-        if self.history == "turns":
-            earlier, recent = scratchpad.split(steps, self.limits)
-            return self.prompt.turn_messages(question, tools, _turns(recent), earlier, context, steps_left)
+        """System prompt with tools and format; the question, context and scratchpad as the user message."""
         return self.prompt.messages(
             question, tools, scratchpad.render(steps, self.limits), context, steps_left
         )
@@ -160,9 +148,6 @@ class TextProtocol:
         self, question: str, tools: Sequence[ToolSpec], steps: Sequence[Step], context: str
     ) -> list[Message]:
         """The same conversation, asking for a Final Answer now."""
-        if self.history == "turns":
-            earlier, recent = scratchpad.split(steps, self.limits)
-            return self.prompt.turn_messages(question, tools, _turns(recent), earlier, context, final=True)
         return self.prompt.final_answer_messages(
             question, tools, scratchpad.render(steps, self.limits), context
         )
@@ -174,10 +159,6 @@ class TextProtocol:
         except ParseError as exc:
             return Turn(completion.text, None, exc.feedback, completion.usage, completion.seconds)
         return Turn(completion.text, decision, None, completion.usage, completion.seconds)
-
-
-def _turns(steps: Sequence[Step]) -> list[tuple[str, str]]:
-    return [(scratchpad.render_reply(step), step.observation) for step in steps]
 
 
 class NativeToolCalling:

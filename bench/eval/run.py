@@ -22,7 +22,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models import BaseChatModel
@@ -140,20 +140,11 @@ def make_model(name: str, max_tokens: int, n_ctx: int, questions: Sequence[dict[
 
 
 def run_explicit(
-    model: Any,
-    question: str,
-    max_iterations: int,
-    *,
-    constrain_local: bool = True,
-    history: Literal["scratchpad", "turns"] = "scratchpad",
+    model: Any, question: str, max_iterations: int, *, constrain_local: bool = True
 ) -> dict[str, Any]:
     """One question through ``ExplicitReActAgent``; the record's framework-specific fields."""
     agent = ExplicitReActAgent(
-        model,
-        make_tools(),
-        max_iterations=max_iterations,
-        constrain_local=constrain_local,
-        history=history,
+        model, make_tools(), max_iterations=max_iterations, constrain_local=constrain_local
     )
     usage = UsageCounter()
     result = agent.run(question, config={"callbacks": [usage]})
@@ -217,16 +208,10 @@ def run_explicit_unconstrained(model: Any, question: str, max_iterations: int) -
     return run_explicit(model, question, max_iterations, constrain_local=False)
 
 
-def run_explicit_turns(model: Any, question: str, max_iterations: int) -> dict[str, Any]:
-    """``run_explicit`` with each step as a chat turn (``history="turns"``) instead of one scratchpad."""
-    return run_explicit(model, question, max_iterations, history="turns")
-
-
 FRAMEWORKS: dict[str, Callable[[Any, str, int], dict[str, Any]]] = {
     "explicit": run_explicit,
     "classic": run_classic,
     "explicit_unconstrained": run_explicit_unconstrained,
-    "explicit_turns": run_explicit_turns,
 }
 BOTH = ("explicit", "classic")
 
