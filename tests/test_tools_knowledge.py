@@ -105,3 +105,51 @@ def test_tokenize_and_split() -> None:
     ]
     assert split_passages("# A\n\n# B\n\nText.", 100) == ["# B Text."]
     assert split_passages("a" * 250, 100) == ["a" * 100, "a" * 100, "a" * 50]
+
+
+CATALOGUE = [
+    {"content": "The Rover X2 is a garden robot. The Rover X2 costs 900 dollars.", "source": "products"},
+    {"content": "In 2022 a school ordered 4 Rover X2 robots.", "source": "orders"},
+    {"content": "The Rover X2 has a warranty of 3 years.", "source": "warranty"},
+    {"content": "Shipping: every order ships for a flat fee of 45 dollars.", "source": "shipping"},
+    *(
+        {"content": f"The {name} is a toy. It is sold in {place}.", "source": name}
+        for name, place in [
+            ("Pellet", "Tessaly"),
+            ("Bolt", "Ostgard"),
+            ("Kite", "Vantry"),
+            ("Mote", "Hallam"),
+        ]
+    ),
+]
+
+
+def _plain_bm25(documents: list[dict[str, str]], query: str, k: int) -> list[str]:
+    from rank_bm25 import BM25Plus
+
+    words = [tokenize(d["content"]) for d in documents]
+    scores = BM25Plus(words).get_scores(tokenize(query))
+    matching = [i for i in range(len(documents)) if set(words[i]) & set(tokenize(query))]
+    order = sorted(matching, key=lambda i: (-scores[i], i))
+    return [documents[i]["source"] for i in order[:k]]
+
+
+def test_a_rare_query_word_is_not_crowded_out_by_common_ones() -> None:
+    query = "shipping cost for Rover X2 robots"
+    assert "shipping" not in _plain_bm25(CATALOGUE, query, 3)  # what plain BM25 returns
+    sources = [passage.source for _, passage in KnowledgeBaseTool(CATALOGUE, k=3).search(query)]
+    assert sources == ["products", "orders", "shipping"]  # the lowest result, redundant, made room
+
+
+def test_results_that_already_cover_the_query_are_plain_bm25() -> None:
+    for query in ("Rover X2 warranty", "order shipping fee", "Rover X2 robots ordered in 2022"):
+        sources = [passage.source for _, passage in KnowledgeBaseTool(CATALOGUE, k=2).search(query)]
+        assert sources == _plain_bm25(CATALOGUE, query, 2)
+
+
+def test_a_result_holding_a_query_word_no_other_result_has_stays() -> None:
+    # k=2: "warranty" and "school" each appear in only one of the two results; "shipping" finds no room.
+    sources = [
+        passage.source for _, passage in KnowledgeBaseTool(CATALOGUE, k=2).search("warranty school shipping")
+    ]
+    assert sorted(sources) == ["orders", "warranty"]

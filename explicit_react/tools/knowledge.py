@@ -177,7 +177,11 @@ class KnowledgeBaseTool(BaseTool):
         return cls(documents, **kwargs)
 
     def search(self, query: str) -> list[tuple[float, Passage]]:
-        """The best ``k`` passages sharing at least one word with the query, best first."""
+        """The best ``k`` passages sharing at least one word with the query, best first.
+
+        The results cover the query: a query word that some passage holds but none of the top ``k``
+        does brings in its best passage, in place of the lowest-ranked result whose query words all
+        appear in other results (see ``_cover``)."""
         words = tokenize(query)
         if not words or not self.passages:
             return []
@@ -191,14 +195,38 @@ class KnowledgeBaseTool(BaseTool):
         scores = self._index.get_scores(words)
         wanted = set(words)
         ranked = sorted(
-            (
-                (float(score), index)
-                for index, score in enumerate(scores)
-                if wanted & self._passage_words[index]
-            ),
-            key=lambda pair: (-pair[0], pair[1]),
+            (index for index, passage_words in enumerate(self._passage_words) if wanted & passage_words),
+            key=lambda index: (-scores[index], index),
         )
-        return [(score, self.passages[index]) for score, index in ranked[: self.k]]
+        chosen = self._cover(ranked, wanted)
+        return [(float(scores[index]), self.passages[index]) for index in chosen]
+
+    def _cover(self, ranked: list[int], wanted: set[str]) -> list[int]:
+        """The top ``k`` of ``ranked``, changed so that each query word found in any passage is in
+        some result, rarest word first, while a result can make room without losing a word.
+
+        Plain BM25 lets the words that many passages share crowd out a rarer one: "shipping cost
+        for Tidewalker T9 robots" gave three passages about the Tidewalker and none about shipping
+        (bench/eval, docs/benchmarks.md)."""
+        chosen = ranked[: self.k]
+        words_of = self._passage_words
+        idf = self._index.idf
+        for word in sorted(wanted, key=lambda w: (-idf.get(w, 0.0), w)):
+            if any(word in words_of[index] for index in chosen):
+                continue
+            carrier = next((index for index in ranked if word in words_of[index]), None)
+            if carrier is None:  # no passage holds the word
+                continue
+            spare = [
+                index
+                for index in chosen
+                if wanted & words_of[index]
+                <= set().union(*(words_of[other] for other in chosen if other != index))
+            ]
+            if not spare:
+                break
+            chosen = sorted([index for index in chosen if index != spare[-1]] + [carrier], key=ranked.index)
+        return chosen
 
     def _run(self, query: str, run_manager: CallbackManagerForToolRun | None = None) -> str:
         if not query.strip():
