@@ -138,8 +138,14 @@ class ToolExecutor:
             return {_UNPARSED: tool_input}
         if isinstance(tool_input, list):
             return {only_arg: tool_input} if only_arg else {_UNPARSED: json.dumps(tool_input)}
-        if len(arg_names) == 1 and arg_names[0] not in tool_input and len(tool_input) == 1:
-            return {arg_names[0]: next(iter(tool_input.values()))}
+        if len(arg_names) == 1 and arg_names[0] not in tool_input:
+            if len(tool_input) == 1:
+                return {arg_names[0]: next(iter(tool_input.values()))}
+            # A JSON object for a tool with one argument: a text argument gets the JSON itself (the
+            # classic recipe for several values, a tool that calls json.loads), an object one the dict.
+            kind = spec.args[arg_names[0]].get("type")
+            if kind in ("string", "object"):
+                return {arg_names[0]: _as_text(tool_input) if kind == "string" else dict(tool_input)}
         return dict(tool_input)
 
     def _prepare(self, name: str, tool_input: ToolInput) -> tuple[BaseTool | None, Any, ToolOutcome | None]:

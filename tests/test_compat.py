@@ -8,6 +8,7 @@ improvement tests first show the classic misbehaving, then ours doing the right 
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
 import time
@@ -459,6 +460,24 @@ def test_multi_argument_tool_receives_its_json_arguments() -> None:
     mine, _ = ours(script, return_intermediate_steps=True)
     result = mine.invoke({"input": "10 - 4?"})
     assert trajectory(result) == [("subtract", {"a": 10, "b": 4}, 6)]
+
+
+@tool
+def book_flight(payload: str) -> str:
+    """Book a flight; payload is JSON with origin and dest (the classic recipe for several values)."""
+    trip = json.loads(payload)
+    return f"booked {trip['origin']}->{trip['dest']}"
+
+
+def test_a_one_text_argument_tool_gets_json_input_as_text_like_classic() -> None:
+    script = [act("book_flight", '{"origin": "PAR", "dest": "NYC"}'), answer("booked")]
+    theirs, _ = classic(script, [book_flight], return_intermediate_steps=True)
+    mine, _ = ours(script, [book_flight], return_intermediate_steps=True)
+    observations = [
+        [observation for _, observation in executor.invoke({"input": "Fly me."})["intermediate_steps"]]
+        for executor in (theirs, mine)
+    ]
+    assert observations[0] == observations[1] == ["booked PAR->NYC"]
 
 
 def test_an_ordinary_tool_exception_becomes_an_observation() -> None:

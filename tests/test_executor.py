@@ -34,8 +34,22 @@ def items(values: list[int]) -> int:
     return sum(values)
 
 
+@tool
+def settings(options: dict[str, object]) -> str:
+    """Apply settings."""
+    return ", ".join(sorted(options))
+
+
 EXECUTOR = ToolExecutor(
-    [search, subtract, Echo(), square, items, Tool(name="plain", func=str.upper, description="Upper.")]
+    [
+        search,
+        subtract,
+        Echo(),
+        square,
+        items,
+        settings,
+        Tool(name="plain", func=str.upper, description="Upper."),
+    ]
 )
 
 
@@ -52,6 +66,11 @@ EXECUTOR = ToolExecutor(
         ("plain", "hi", "hi"),
         ("square", "4", {"n": "4"}),  # the schema converts it
         ("items", [1, 2], {"values": [1, 2]}),
+        # several values for a one-argument tool: a text argument gets the JSON, as the model wrote it
+        ("search", {"origin": "PAR", "dest": "NYC"}, {"query": '{"origin": "PAR", "dest": "NYC"}'}),
+        ("search", '{"origin": "PAR", "dest": "NYC"}', {"query": '{"origin": "PAR", "dest": "NYC"}'}),
+        ("settings", {"depth": 2, "fast": True}, {"options": {"depth": 2, "fast": True}}),
+        ("square", {"a": 1, "b": 2}, {"a": 1, "b": 2}),  # not text or an object: the schema rejects it
     ],
 )
 def test_fit_input(name: str, tool_input: object, fitted: object) -> None:
