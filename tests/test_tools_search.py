@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import sys
 import threading
 import time
@@ -119,8 +120,18 @@ def test_empty_query_is_an_error() -> None:
     assert WebSearchTool(backend=backend_returning(RESULTS)).invoke("  ").startswith("Error: empty query")
 
 
+def _duckduckgo_reachable() -> bool:
+    try:
+        socket.create_connection(("duckduckgo.com", 443), timeout=2).close()
+    except OSError:
+        return False
+    return True
+
+
 @pytest.mark.real_network
 def test_real_ddgs_client_with_no_network_reports_unavailable_within_the_timeout() -> None:
+    if _duckduckgo_reachable():
+        pytest.skip("the network is reachable here, so the offline path cannot be checked for real")
     tool = WebSearchTool(timeout=3, retries=1)
     started = time.monotonic()
     observation = tool.invoke("capital of France")
