@@ -183,7 +183,7 @@ def build_tools(spec: str) -> list[BaseTool]:
         elif kind == "knowledge" and argument:
             built.append(_knowledge_tool(argument))
         else:
-            raise UsageError(f"unknown tool {name!r} in --tools; valid: {', '.join(TOOL_NAMES)}")
+            raise UsageError(f"unknown tool {name!r} in --tools; valid: {', '.join(TOOL_NAMES)}, or none")
     return built
 
 
