@@ -93,6 +93,9 @@ def test_unsupported_documents_are_a_developer_error() -> None:
 
 def test_tokenize_and_split() -> None:
     assert tokenize("What are the Refunds, in 2024?") == ["refund", "2024"]
+    # English stems: the forms of a word match each other.
+    assert tokenize("founding founded founder") == ["found", "found", "founder"]
+    assert tokenize("Shipping ships; opening opened") == ["ship", "ship", "open", "open"]
     # Paragraphs stay apart (a passage never mixes two of them); sentences of one paragraph pack.
     assert split_passages("one.\n\ntwo.", 100) == ["one.", "two."]
     assert split_passages("First one. Second one. Third one.", 24) == ["First one. Second one.", "Third one."]
@@ -111,7 +114,7 @@ CATALOGUE = [
     {"content": "The Rover X2 is a garden robot. The Rover X2 costs 900 dollars.", "source": "products"},
     {"content": "In 2022 a school ordered 4 Rover X2 robots.", "source": "orders"},
     {"content": "The Rover X2 has a warranty of 3 years.", "source": "warranty"},
-    {"content": "Shipping: every order ships for a flat fee of 45 dollars.", "source": "shipping"},
+    {"content": "Shipping: a flat fee of 45 dollars per delivery.", "source": "shipping"},
     *(
         {"content": f"The {name} is a toy. It is sold in {place}.", "source": name}
         for name, place in [
@@ -153,3 +156,15 @@ def test_a_result_holding_a_query_word_no_other_result_has_stays() -> None:
         passage.source for _, passage in KnowledgeBaseTool(CATALOGUE, k=2).search("warranty school shipping")
     ]
     assert sorted(sources) == ["orders", "warranty"]
+
+
+def test_a_query_finds_another_form_of_its_words() -> None:
+    documents = [
+        {"content": "The Quillfern warranty lasts 2 years.", "source": "policies"},
+        {"content": "Quillfern was founded in 2011 by Mara Ostrander.", "source": "company"},
+    ]
+    tool = KnowledgeBaseTool(documents, k=1)
+    # Without stems only "quillfern" would match, in both, and the first passage would win the tie.
+    assert (
+        tool.invoke("Quillfern founding") == "1. [company] Quillfern was founded in 2011 by Mara Ostrander."
+    )

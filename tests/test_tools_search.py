@@ -140,12 +140,15 @@ def test_real_ddgs_client_with_no_network_reports_unavailable_within_the_timeout
     assert elapsed < 3 + 0.5
 
 
-def test_importing_the_tools_does_not_import_ddgs_or_rank_bm25() -> None:
+def test_importing_the_tools_does_not_import_the_search_libraries() -> None:
     import subprocess
 
-    code = "import sys, explicit_react.tools; print('ddgs' in sys.modules, 'rank_bm25' in sys.modules)"
+    code = (
+        "import sys, explicit_react.tools; "
+        "print(*(name in sys.modules for name in ('ddgs', 'rank_bm25', 'snowballstemmer')))"
+    )
     output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert output.split() == ["False", "False"]
+    assert output.split() == ["False", "False", "False"]
 
 
 def test_default_tools_are_web_search_and_python() -> None:

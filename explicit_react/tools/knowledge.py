@@ -6,6 +6,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -34,13 +35,22 @@ class Passage:
 
 
 def tokenize(text: str) -> list[str]:
-    """Lowercase words and numbers, without stopwords; a plural ``s`` is dropped (refunds -> refund)."""
+    """Lowercase words and numbers, without stopwords, each cut to its English stem by the Snowball
+    stemmer, so that the forms of a word match: refunds -> refund, founding and founded -> found."""
     words = re.findall(r"[a-z0-9]+", text.lower())
-    return [_singular(word) for word in words if word not in STOPWORDS]
+    return [_stem(word) for word in words if word not in STOPWORDS]
 
 
-def _singular(word: str) -> str:
-    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+@lru_cache(maxsize=65536)
+def _stem(word: str) -> str:
+    return _english_stemmer().stemWord(word)  # type: ignore[no-any-return]
+
+
+@cache
+def _english_stemmer() -> Any:
+    import snowballstemmer  # imported here: only a search needs it
+
+    return snowballstemmer.stemmer("english")
 
 
 _HEADING = re.compile(r"\A#{1,6}\s[^\n]*")
