@@ -43,7 +43,7 @@ def tokenize(text: str) -> list[str]:
 
 @lru_cache(maxsize=65536)
 def _stem(word: str) -> str:
-    return _english_stemmer().stemWord(word)  # type: ignore[no-any-return]
+    return _english_stemmer().stemWord(word)
 
 
 @cache
