@@ -218,25 +218,25 @@ class KnowledgeBaseTool(BaseTool):
         Plain BM25 lets the words that many passages share crowd out a rarer one: "shipping cost
         for Tidewalker T9 robots" gave three passages about the Tidewalker and none about shipping
         (bench/eval, docs/benchmarks.md)."""
-        chosen = ranked[: self.k]
-        words_of = self._passage_words
+        words_of = [self._passage_words[index] for index in ranked]
+        chosen = list(range(min(self.k, len(ranked))))  # positions in ``ranked``, so sorted is best first
         idf = self._index.idf
         for word in sorted(wanted, key=lambda w: (-idf.get(w, 0.0), w)):
-            if any(word in words_of[index] for index in chosen):
+            if any(word in words_of[position] for position in chosen):
                 continue
-            carrier = next((index for index in ranked if word in words_of[index]), None)
+            carrier = next((p for p, words in enumerate(words_of) if word in words), None)
             if carrier is None:  # no passage holds the word
                 continue
             spare = [
-                index
-                for index in chosen
-                if wanted & words_of[index]
-                <= set().union(*(words_of[other] for other in chosen if other != index))
+                position
+                for position in chosen
+                if wanted & words_of[position]
+                <= set().union(*(words_of[other] for other in chosen if other != position))
             ]
             if not spare:
                 break
-            chosen = sorted([index for index in chosen if index != spare[-1]] + [carrier], key=ranked.index)
-        return chosen
+            chosen = sorted([position for position in chosen if position != spare[-1]] + [carrier])
+        return [ranked[position] for position in chosen]
 
     def _run(self, query: str, run_manager: CallbackManagerForToolRun | None = None) -> str:
         if not query.strip():
