@@ -93,16 +93,21 @@ class ReActPrompt:
         return [{"role": "system", "content": self.system(tools)}, {"role": "user", "content": user.strip()}]
 
     def final_answer_messages(
-        self, question: str, tools: Sequence[ToolSpec], scratchpad: str = "", context: str = ""
+        self, question: str, tools: Sequence[ToolSpec], findings: str, context: str = ""
     ) -> list[Message]:
-        """The messages for the last, tool-free call that asks for an answer from what was gathered."""
+        """The messages for the last, tool-free call at a limit: the question and ``findings``, what
+        the tool calls returned (``scratchpad.render_findings``). The default system prompt, with its
+        tools, format and worked example, is left out (the answer needs none of them); a custom one
+        is kept, since it may hold instructions for the answer."""
         user = render(
             load_template("final_answer"),
             context=_context_block(context),
             question=question.strip(),
-            scratchpad=scratchpad,
+            findings=findings,
         )
-        return [{"role": "system", "content": self.system(tools)}, {"role": "user", "content": user.strip()}]
+        custom = self.system_template != load_template("system")
+        system = self.system(tools) if custom else load_template("final_system").strip()
+        return [{"role": "system", "content": system}, {"role": "user", "content": user.strip()}]
 
 
 @lru_cache(maxsize=64)

@@ -89,3 +89,38 @@ def render(steps: Sequence[Step], limits: ScratchpadLimits | None = None) -> str
         parts.append("\n".join(lines))
     parts += [render_step(s) for s in recent]
     return "\n".join(parts)
+
+
+def render_findings(steps: Sequence[Step], limits: ScratchpadLimits | None = None) -> str:
+    """What the tool calls in ``steps`` returned, for the tool-free answer at a limit: each distinct
+    successful call once, as ``tool: input`` over its result, without the Thoughts, the failed calls
+    and the refused repeats around them (a small model copied those instead of answering). When no
+    call succeeded, the failed ones, so the answer can say what went wrong. As in ``render``, the
+    latest ``keep_recent`` calls are shown whole (each cut to ``max_observation_chars``), older ones
+    in one line each, and past ``max_summary_lines`` only counted."""
+    limits = limits or ScratchpadLimits()
+    calls = [(number, step) for number, step in enumerate(steps, 1) if step.action]
+    distinct: dict[str, tuple[int, Step]] = {}
+    for number, step in [call for call in calls if call[1].error is None] or calls:
+        distinct.setdefault(_call(step), (number, step))
+    found = list(distinct.values())
+    if not found:
+        return "(no tool was called)"
+    keep = len(found) if limits.keep_recent is None else limits.keep_recent
+    older, recent = found[: max(0, len(found) - keep)], found[max(0, len(found) - keep) :]
+    parts: list[str] = []
+    if older:
+        shown = older[-limits.max_summary_lines :] if limits.max_summary_lines > 0 else []
+        lines = [f"Earlier results, summarised ({len(older)}):"]
+        if len(older) > len(shown):
+            lines.append(f"- {len(older) - len(shown)} omitted")
+        lines += [summarize_step(number, step, limits.summary_chars) for number, step in shown]
+        parts.append("\n".join(lines))
+    for _, step in recent:
+        observation = truncate_middle(step.observation.strip(), limits.max_observation_chars)
+        parts.append(f"{_call(step)}\n{observation}")
+    return "\n\n".join(parts)
+
+
+def _call(step: Step) -> str:
+    return f"{step.action}: {' '.join(format_tool_input(step.action_input).split())}"

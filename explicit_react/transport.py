@@ -147,9 +147,9 @@ class TextProtocol:
     def final_messages(
         self, question: str, tools: Sequence[ToolSpec], steps: Sequence[Step], context: str
     ) -> list[Message]:
-        """The same conversation, asking for a Final Answer now."""
+        """The question and what the tool calls returned, asking for a Final Answer now."""
         return self.prompt.final_answer_messages(
-            question, tools, scratchpad.render(steps, self.limits), context
+            question, tools, scratchpad.render_findings(steps, self.limits), context
         )
 
     def read(self, completion: Completion) -> Turn:

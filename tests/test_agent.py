@@ -182,7 +182,10 @@ def test_iteration_limit_asks_once_more_for_an_answer_without_tools() -> None:
     assert result.stop_reason is StopReason.MAX_ITERATIONS and not result.success
     assert result.answer == "About 68 million."
     assert len(result.steps) == 1  # the forced call is not a step
-    assert "You cannot use any more tools" in model.calls[-1].prompt
+    last_prompt = model.calls[-1].prompt
+    assert "No more tools can be used" in last_prompt
+    assert "search: population of France\n" in last_prompt  # what the tool returned, not the transcript
+    assert "Action:" not in last_prompt and "Thought: " not in last_prompt.split("Reply in this format")[0]
     assert result.error is not None and "max_iterations=1" in result.error
 
 
