@@ -103,6 +103,23 @@ def test_eval_with_a_scripted_model(tmp_path: Path, capsys: pytest.CaptureFixtur
             "tokens",
         } <= set(records[0])
         assert data["summary"][framework]["success_rate"] == 1.0
+    explicit = data["records"]["explicit"][0]
+    assert explicit["trace"][0]["error"] is None and explicit["trace"][0]["action"] == "knowledge_search"
+    assert explicit["last_reply"] is None  # kept only for a run that ended at a limit
+
+
+def test_eval_keeps_the_reply_at_a_limit() -> None:
+    """For a run that ends at a limit, the reply to the tool-free call is in the record."""
+    from explicit_react.testing import ScriptedChatModel
+
+    evaluation = load("eval/run.py")
+    search = "Thought: look\nAction: knowledge_search\nAction Input: Lumacrab battery"
+    model = ScriptedChatModel([search, "Thought: 90 / 60 = 1.5\nFinal Answer: 1.5 hours"])
+    record = evaluation.run_explicit(model, "How long does the Lumacrab battery last, in hours?", 1)
+    assert record["stop_reason"] == "max_iterations"
+    assert record["answer"] == "1.5 hours"
+    assert record["last_reply"] == "Thought: 90 / 60 = 1.5\nFinal Answer: 1.5 hours"
+    assert record["trace"][0]["error"] is None and "90 minutes" in record["trace"][0]["observation"]
 
 
 @pytest.mark.parametrize(

@@ -86,12 +86,14 @@ def make_tools() -> list[BaseTool]:
 
 
 class UsageCounter(BaseCallbackHandler):
-    """Counts model calls and tokens (from ``usage_metadata``) for one run, whatever the framework."""
+    """Counts model calls and tokens (from ``usage_metadata``) for one run, whatever the framework,
+    and keeps the text of the last reply (at a limit: the reply to the tool-free call)."""
 
     def __init__(self) -> None:
         self.calls = 0
         self.input_tokens = 0
         self.output_tokens = 0
+        self.last_reply = ""
 
     def on_llm_end(self, response: LLMResult, **kwargs: Any) -> None:
         self.calls += 1
@@ -101,6 +103,7 @@ class UsageCounter(BaseCallbackHandler):
                 usage = getattr(message, "usage_metadata", None) or {}
                 self.input_tokens += int(usage.get("input_tokens", 0))
                 self.output_tokens += int(usage.get("output_tokens", 0))
+                self.last_reply = generation.text
 
 
 class AnswerKeyModel(BaseChatModel):
@@ -158,9 +161,16 @@ def run_explicit(
         "llm_calls": usage.calls,
         "tokens": {"input": usage.input_tokens, "output": usage.output_tokens},
         "trace": [
-            {"log": s.log, "action": s.action, "input": s.action_input, "observation": s.observation[:300]}
+            {
+                "log": s.log,
+                "action": s.action,
+                "input": s.action_input,
+                "observation": s.observation[:300],
+                "error": s.error,
+            }
             for s in result.steps
         ],
+        "last_reply": usage.last_reply if not result.success else None,
     }
 
 
