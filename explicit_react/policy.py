@@ -6,15 +6,13 @@ against them and answers two questions: may the run take another turn, and may t
 
 from __future__ import annotations
 
-import json
 from collections.abc import Collection
 from dataclasses import dataclass, field
-from typing import Any
 
 from explicit_react.deadline import Deadline
 from explicit_react.prompt import load_template, render
 from explicit_react.scratchpad import truncate_middle
-from explicit_react.types import StopReason, ToolInput
+from explicit_react.types import StopReason, ToolInput, call_signature
 
 
 @dataclass(frozen=True)
@@ -50,26 +48,6 @@ class Verdict:
 
 
 ALLOW = Verdict(run=True)
-
-
-def call_signature(tool: str, tool_input: ToolInput) -> str:
-    """The identity of a call for loop detection: whitespace collapsed, case kept, dict keys sorted."""
-    if isinstance(tool_input, str):
-        normalized: Any = " ".join(tool_input.split())
-    else:
-        normalized = json.loads(json.dumps(tool_input, sort_keys=True, default=str))
-        normalized = _collapse(normalized)
-    return json.dumps([tool.strip(), normalized], sort_keys=True, ensure_ascii=False)
-
-
-def _collapse(value: Any) -> Any:
-    if isinstance(value, str):
-        return " ".join(value.split())
-    if isinstance(value, dict):
-        return {k: _collapse(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_collapse(v) for v in value]
-    return value
 
 
 @dataclass

@@ -64,10 +64,14 @@ class ReActPrompt:
     """The prompt, read from text files and rendered in one pass per message.
 
     ``system`` replaces the system template; it may use ``${tools}``, ``${tool_names}`` and ``${format}``.
+    A custom one is also the system message of the tool-free call at a limit (``final_system``).
     """
 
     def __init__(self, system: str | None = None) -> None:
-        self.system_template = system if system is not None else load_template("system")
+        default = load_template("system")
+        self.system_template = system if system is not None else default
+        self.custom_system = self.system_template.strip() != default.strip()
+        """True when ``system`` differs from ``prompts/system.txt``."""
 
     def system(self, tools: Sequence[ToolSpec]) -> str:
         """The system message: instructions, the tool list and the reply format."""
@@ -92,22 +96,27 @@ class ReActPrompt:
         )
         return [{"role": "system", "content": self.system(tools)}, {"role": "user", "content": user.strip()}]
 
+    def final_system(self, tools: Sequence[ToolSpec]) -> str:
+        """The system message of the tool-free call at a limit: ``prompts/final_system.txt`` (the
+        answer needs no tool list, format or worked example), or a custom system prompt as it is,
+        since it may hold instructions for the answer. Override it to change that message."""
+        return self.system(tools) if self.custom_system else load_template("final_system").strip()
+
     def final_answer_messages(
-        self, question: str, tools: Sequence[ToolSpec], findings: str, context: str = ""
+        self, question: str, tools: Sequence[ToolSpec], findings: str = "", context: str = ""
     ) -> list[Message]:
         """The messages for the last, tool-free call at a limit: the question and ``findings``, what
-        the tool calls returned (``scratchpad.render_findings``). The default system prompt, with its
-        tools, format and worked example, is left out (the answer needs none of them); a custom one
-        is kept, since it may hold instructions for the answer."""
+        the tool calls returned (``scratchpad.render_findings``)."""
         user = render(
             load_template("final_answer"),
             context=_context_block(context),
             question=question.strip(),
-            findings=findings,
+            findings=findings.strip() or "(no tool call was made)",
         )
-        custom = self.system_template != load_template("system")
-        system = self.system(tools) if custom else load_template("final_system").strip()
-        return [{"role": "system", "content": system}, {"role": "user", "content": user.strip()}]
+        return [
+            {"role": "system", "content": self.final_system(tools)},
+            {"role": "user", "content": user.strip()},
+        ]
 
 
 @lru_cache(maxsize=64)

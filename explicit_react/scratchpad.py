@@ -2,7 +2,8 @@
 
 Long observations are cut (head and tail kept, with a marker saying how much was cut) and long
 runs are compacted: the latest steps stay verbatim, older ones shrink to one line each, and past
-a limit the oldest lines are dropped, so the prompt stops growing.
+a limit the oldest lines are dropped, so the prompt stops growing. ``render_findings`` gives the
+tool-free call at a limit what the tools returned instead, within the same limits.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from explicit_react.parser import ACTION, ACTION_INPUT, OBSERVATION, THOUGHT
-from explicit_react.types import Step
+from explicit_react.types import Step, call_signature
 
 
 @dataclass(frozen=True)
@@ -63,13 +64,10 @@ def render_step(step: Step) -> str:
 
 def summarize_step(number: int, step: Step, chars: int) -> str:
     """One line: what step ``number`` did and the start of what it saw."""
-    observation = " ".join(step.observation.split())
-    if len(observation) > chars:
-        observation = observation[:chars].rstrip() + "..."
+    observation = _cut(step.observation, chars)
     if not step.action:
         return f"- step {number}: (unreadable reply) -> {observation}"
-    tool_input = " ".join(format_tool_input(step.action_input).split())[:chars]
-    return f"- step {number}: {step.action}({tool_input}) -> {observation}"
+    return f"- step {number}: {step.action}({_cut(format_tool_input(step.action_input), chars)}) -> {observation}"
 
 
 def render(steps: Sequence[Step], limits: ScratchpadLimits | None = None) -> str:
@@ -92,35 +90,55 @@ def render(steps: Sequence[Step], limits: ScratchpadLimits | None = None) -> str
 
 
 def render_findings(steps: Sequence[Step], limits: ScratchpadLimits | None = None) -> str:
-    """What the tool calls in ``steps`` returned, for the tool-free answer at a limit: each distinct
-    successful call once, as ``tool: input`` over its result, without the Thoughts, the failed calls
-    and the refused repeats around them (a small model copied those instead of answering). When no
-    call succeeded, the failed ones, so the answer can say what went wrong. As in ``render``, the
-    latest ``keep_recent`` calls are shown whole (each cut to ``max_observation_chars``), older ones
-    in one line each, and past ``max_summary_lines`` only counted."""
+    """What the tool calls in ``steps`` returned, for the tool-free answer at a limit.
+
+    Each distinct successful call once, as ``tool: input`` over its result, without the Thoughts and
+    the refused repeats around it (a small model copied those instead of answering); then the calls
+    that failed, one line each, so the answer can say what could not be found. As in ``render``, the
+    latest ``keep_recent`` results are shown whole (each cut to ``max_observation_chars``), older
+    ones in one line each, and past ``max_summary_lines`` only counted.
+    """
     limits = limits or ScratchpadLimits()
-    calls = [(number, step) for number, step in enumerate(steps, 1) if step.action]
-    distinct: dict[str, tuple[int, Step]] = {}
-    for number, step in [call for call in calls if call[1].error is None] or calls:
-        distinct.setdefault(_call(step), (number, step))
-    found = list(distinct.values())
-    if not found:
-        return "(no tool was called)"
+    worked: dict[str, Step] = {}
+    failed: dict[str, Step] = {}
+    for step in steps:
+        if step.action and step.error != "repeated_call":
+            calls = worked if step.error is None else failed
+            calls.setdefault(call_signature(step.action, step.action_input), step)
+    if not worked and not failed:
+        return "(no tool call was made)"
+    found = list(worked.values())
     keep = len(found) if limits.keep_recent is None else limits.keep_recent
     older, recent = found[: max(0, len(found) - keep)], found[max(0, len(found) - keep) :]
-    parts: list[str] = []
+    parts = []
     if older:
-        shown = older[-limits.max_summary_lines :] if limits.max_summary_lines > 0 else []
-        lines = [f"Earlier results, summarised ({len(older)}):"]
-        if len(older) > len(shown):
-            lines.append(f"- {len(older) - len(shown)} omitted")
-        lines += [summarize_step(number, step, limits.summary_chars) for number, step in shown]
-        parts.append("\n".join(lines))
-    for _, step in recent:
-        observation = truncate_middle(step.observation.strip(), limits.max_observation_chars)
-        parts.append(f"{_call(step)}\n{observation}")
+        parts.append(_one_line_each(f"Earlier results ({len(older)}):", older, limits))
+    for step in recent:
+        result = truncate_middle(step.observation.strip(), limits.max_observation_chars)
+        parts.append(f"{_call(step, limits)}\n{result or '(empty result)'}")
+    if failed:
+        parts.append(_one_line_each("These calls failed:", list(failed.values()), limits))
     return "\n\n".join(parts)
 
 
-def _call(step: Step) -> str:
-    return f"{step.action}: {' '.join(format_tool_input(step.action_input).split())}"
+def _call(step: Step, limits: ScratchpadLimits) -> str:
+    tool_input = truncate_middle(format_tool_input(step.action_input).strip(), 2 * limits.summary_chars)
+    return f"{step.action}: {tool_input}"
+
+
+def _one_line_each(title: str, steps: Sequence[Step], limits: ScratchpadLimits) -> str:
+    """``title``, then the last ``max_summary_lines`` of ``steps`` as ``- tool: input -> result``."""
+    shown = steps[-limits.max_summary_lines :] if limits.max_summary_lines > 0 else []
+    lines = [title]
+    if len(steps) > len(shown):
+        lines.append(f"- {len(steps) - len(shown)} omitted")
+    for step in shown:
+        tool_input = _cut(format_tool_input(step.action_input), limits.summary_chars)
+        lines.append(f"- {step.action}: {tool_input} -> {_cut(step.observation, limits.summary_chars)}")
+    return "\n".join(lines)
+
+
+def _cut(text: str, chars: int) -> str:
+    """``text`` on one line, cut to about ``chars`` characters."""
+    text = " ".join(text.split())
+    return text if len(text) <= chars else text[:chars].rstrip() + "..."

@@ -14,6 +14,27 @@ from typing import Any
 ToolInput = str | dict[str, Any] | list[Any]
 
 
+def call_signature(tool: str, tool_input: ToolInput) -> str:
+    """The identity of a call (for loop detection and the findings at a limit): whitespace collapsed,
+    case kept, dict keys sorted."""
+    if isinstance(tool_input, str):
+        normalized: Any = " ".join(tool_input.split())
+    else:
+        normalized = json.loads(json.dumps(tool_input, sort_keys=True, default=str))
+        normalized = _collapse(normalized)
+    return json.dumps([tool.strip(), normalized], sort_keys=True, ensure_ascii=False)
+
+
+def _collapse(value: Any) -> Any:
+    if isinstance(value, str):
+        return " ".join(value.split())
+    if isinstance(value, dict):
+        return {k: _collapse(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_collapse(v) for v in value]
+    return value
+
+
 class StopReason(str, Enum):
     """Why a run ended. Exactly one value per cause; ``SUCCESS`` is the only good one."""
 

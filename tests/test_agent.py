@@ -184,9 +184,46 @@ def test_iteration_limit_asks_once_more_for_an_answer_without_tools() -> None:
     assert len(result.steps) == 1  # the forced call is not a step
     last_prompt = model.calls[-1].prompt
     assert "No more tools can be used" in last_prompt
-    assert "search: population of France\n" in last_prompt  # what the tool returned, not the transcript
+    assert "search: population of France\n68000000" in last_prompt  # what the tool returned
     assert "Action:" not in last_prompt and "Thought: " not in last_prompt.split("Reply in this format")[0]
     assert result.error is not None and "max_iterations=1" in result.error
+
+
+def test_the_answer_at_a_limit_is_told_which_calls_failed() -> None:
+    """A failed look-up stays in view next to a successful one, so the answer can say what is missing."""
+
+    def broken(query: str) -> str:
+        raise ConnectionError("the index is down")
+
+    index = StructuredTool.from_function(broken, name="paris_index", description="Paris facts.")
+    script = [
+        action("search", "population of France"),
+        action("paris_index", "population of Paris"),
+        action("search", "population of France"),  # refused: a repeat
+        action("search", "population of France"),  # loop detected
+        final("France has 68 million people; the Paris figure could not be found."),
+    ]
+    model = ScriptedChatModel(script)
+    result = ExplicitReActAgent(model, [search, index]).run("Population of Paris?")
+    assert result.stop_reason is StopReason.LOOP_DETECTED
+    assert [step.error for step in result.steps] == [None, "tool_error", "repeated_call", "repeated_call"]
+    last_prompt = model.calls[-1].prompt
+    assert "search: population of France\n68000000" in last_prompt
+    assert (
+        "These calls failed:\n- paris_index: population of Paris -> Error: tool 'paris_index' failed"
+        in last_prompt
+    )
+    assert "already called" not in last_prompt  # the refused repeats are left out
+    assert result.answer.endswith("could not be found.")
+
+
+def test_the_answer_at_a_limit_is_asked_the_same_way_in_async_runs() -> None:
+    script = [action("search", "population of France"), final("About 68 million.")]
+    sync_model, async_model = ScriptedChatModel(script), ScriptedChatModel(script)
+    ExplicitReActAgent(sync_model, [search], max_iterations=1).run("France?")
+    asyncio.run(ExplicitReActAgent(async_model, [search], max_iterations=1).arun("France?"))
+    assert async_model.calls[-1].prompt == sync_model.calls[-1].prompt
+    assert "search: population of France\n68000000" in async_model.calls[-1].prompt
 
 
 def test_iteration_limit_with_no_usable_final_reply_says_so() -> None:

@@ -76,3 +76,12 @@ def test_agent_kwargs_pass_through() -> None:
 def test_format_context_accepts_a_string_or_a_single_dict() -> None:
     assert format_context("plain") == "plain"
     assert format_context({"content": "one"}) == "Documents:\n[1] one"
+
+
+def test_the_answer_at_a_limit_still_sees_the_context() -> None:
+    model = ScriptedChatModel([action("search", "population of France"), final("Blue.")])
+    context = [{"content": "The lab door is blue.", "source": "notes.md"}]
+    result = GeneralQAAgent(model, [search], max_iterations=1).answer("What colour is the lab door?", context)
+    assert result["stop_reason"] == "max_iterations" and result["answer"] == "Blue."
+    last_prompt = model.calls[-1].prompt
+    assert "The lab door is blue." in last_prompt and "search: population of France\n68000000" in last_prompt

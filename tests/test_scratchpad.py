@@ -49,26 +49,58 @@ WORDS = Step("compute", "calculator", "90 minutes / 60", "Error: numbers, not wo
 SUM = Step("convert", "calculator", "90 / 60", "1.5")
 
 
-def test_findings_show_each_successful_call_once_without_thoughts_or_errors() -> None:
+def test_findings_show_each_result_once_then_the_failed_calls() -> None:
     text = render_findings([LOOKUP, REPEAT, WORDS, SUM, Step("", "", "", "Error: format", log="prose")])
     assert text == (
-        "search: Lumacrab battery\nThe Lumacrab battery lasts 90 minutes.\n\ncalculator: 90 / 60\n1.5"
+        "search: Lumacrab battery\nThe Lumacrab battery lasts 90 minutes.\n\n"
+        "calculator: 90 / 60\n1.5\n\n"
+        "These calls failed:\n- calculator: 90 minutes / 60 -> Error: numbers, not words"
     )
 
 
-def test_findings_show_the_failed_calls_when_none_succeeded() -> None:
-    """So the answer at the limit can say what went wrong (a tool down, a file not found)."""
-    assert render_findings([WORDS, WORDS]) == "calculator: 90 minutes / 60\nError: numbers, not words"
-    assert render_findings([]) == "(no tool was called)"
+def test_findings_treat_calls_as_loop_detection_does() -> None:
+    """The same call (keys in another order, other spacing) once; text that looks like a dict is
+    another call than the dict (with loop detection off, repeats run and succeed again)."""
+    steps = [
+        Step("", "lookup", {"a": 1, "b": "x  y"}, "first"),
+        Step("", "lookup", {"b": "x y", "a": 1}, "again"),
+        Step("", "lookup", '{"a": 1, "b": "x y"}', "as text"),
+    ]
+    text = render_findings(steps)
+    assert "first" in text and "again" not in text and "as text" in text
+
+
+def test_findings_when_nothing_was_found() -> None:
+    """The failed calls say what could not be found; with no call at all, the findings say so."""
+    assert (
+        render_findings([WORDS])
+        == "These calls failed:\n- calculator: 90 minutes / 60 -> Error: numbers, not words"
+    )
+    unknown = Step(
+        "", "battery_catalog", "x", "Error: there is no tool 'battery_catalog'", error="unknown_tool"
+    )
+    assert "- battery_catalog: x -> Error: there is no tool" in render_findings([unknown])
+    assert render_findings([]) == "(no tool call was made)"
+    assert render_findings([Step("", "", "", "Error: format", log="prose")]) == "(no tool call was made)"
 
 
 def test_findings_are_bounded_like_the_scratchpad() -> None:
     steps = [Step("t", "search", f"q{i}", f"obs{i} " * 50) for i in range(10)]
-    text = render_findings(steps, ScratchpadLimits(keep_recent=2, max_summary_lines=3, summary_chars=20))
-    assert text.startswith("Earlier results, summarised (8):\n- 5 omitted\n- step 6: search(q5) -> obs5")
-    assert text.count("search: q") == 2 and "search: q9\nobs9" in text
-    long = render_findings([Step("t", "search", "q", "x" * 500)], ScratchpadLimits(max_observation_chars=100))
-    assert "characters cut" in long and len(long) < 200
+    limits = ScratchpadLimits(keep_recent=2, max_summary_lines=3, summary_chars=20)
+    text = render_findings(steps, limits)
+    assert text.startswith("Earlier results (8):\n- 5 omitted\n- search: q5 -> obs5 obs5 obs5 obs5...\n")
+    assert text.count("search: q") == 5 and "\n\nsearch: q9\nobs9" in text
+    assert render_findings(steps, ScratchpadLimits(keep_recent=None)).count("\n\nsearch: q") == 9
+    failures = [Step("", "search", f"f{i}", "Error: down", error="tool_error") for i in range(5)]
+    assert render_findings(failures, limits).startswith("These calls failed:\n- 2 omitted\n- search: f2 ->")
+    long = render_findings(
+        [Step("t", "python", "x" * 900, "y" * 500)], ScratchpadLimits(max_observation_chars=100)
+    )
+    assert long.count("characters cut") == 2 and len(long) < 600
+
+
+def test_an_empty_result_is_shown_as_such() -> None:
+    assert render_findings([Step("", "search", "q", "  ")]) == "search: q\n(empty result)"
 
 
 def test_the_final_call_gets_the_question_and_findings_not_the_transcript() -> None:
@@ -76,19 +108,33 @@ def test_the_final_call_gets_the_question_and_findings_not_the_transcript() -> N
     system, user = ReActPrompt().final_answer_messages(
         "How long, in hours?", tools, "search: x\n90 minutes", "ctx"
     )
+    assert system["content"] == load_template("final_system").strip()
     assert "Look things up" not in system["content"] and "Ferrow" not in system["content"]
     assert user["content"].startswith("Context:\nctx\n\nQuestion: How long, in hours?")
     assert "search: x\n90 minutes" in user["content"]
-    assert "No more tools can be used" in user["content"] and "Final Answer:" in user["content"]
+    assert "No more tools can be used" in user["content"] and "say what is missing" in user["content"]
     assert "${" not in system["content"] + user["content"]
+    _, empty = ReActPrompt().final_answer_messages("Why?", tools)
+    assert "(no tool call was made)" in empty["content"]
 
 
 def test_the_final_call_keeps_a_custom_system_prompt() -> None:
     """It may hold instructions the answer must follow (a language, a persona)."""
-    system, _ = ReActPrompt("Answer in French. Tools: ${tool_names}.").final_answer_messages(
-        "Why?", [ToolSpec("search", "x")], "(no tool was called)"
-    )
-    assert system["content"] == "Answer in French. Tools: search."
+    custom = ReActPrompt("Answer in French. Tools: ${tool_names}.")
+    system, _ = custom.final_answer_messages("Why?", [ToolSpec("search", "x")], "(none)")
+    assert custom.custom_system and system["content"] == "Answer in French. Tools: search."
+    same = ReActPrompt(load_template("system") + "\n")  # the default, passed in as text
+    assert not same.custom_system
+    assert same.final_answer_messages("Why?", [])[0]["content"] == load_template("final_system").strip()
+
+
+def test_a_subclass_can_change_the_final_system_message() -> None:
+    class Dated(ReActPrompt):
+        def final_system(self, tools: list[ToolSpec]) -> str:  # type: ignore[override]
+            return "Today is 2026-11-23. " + super().final_system(tools)
+
+    system, _ = Dated().final_answer_messages("Why?", [])
+    assert system["content"].startswith("Today is 2026-11-23. You answer a question")
 
 
 def test_markers_in_the_prompt_files_are_the_parsers() -> None:
