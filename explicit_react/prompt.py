@@ -9,6 +9,8 @@ from importlib import resources
 from string import Template
 from typing import Any
 
+from explicit_react.scratchpad import NO_CALLS
+
 Message = dict[str, Any]
 """A chat message as ``{"role": "system" | "user" | "assistant" | "tool", "content": ...}``.
 
@@ -111,7 +113,7 @@ class ReActPrompt:
             load_template("final_answer"),
             context=_context_block(context),
             question=question.strip(),
-            findings=findings.strip() or "(no tool call was made)",
+            findings=findings.strip() or NO_CALLS,
         )
         return [
             {"role": "system", "content": self.final_system(tools)},

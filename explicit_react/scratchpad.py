@@ -89,6 +89,10 @@ def render(steps: Sequence[Step], limits: ScratchpadLimits | None = None) -> str
     return "\n".join(parts)
 
 
+NO_CALLS = "(no tool call was made)"
+"""The findings of a run that made no tool call."""
+
+
 def render_findings(steps: Sequence[Step], limits: ScratchpadLimits | None = None) -> str:
     """What the tool calls in ``steps`` returned, for the tool-free answer at a limit.
 
@@ -106,7 +110,7 @@ def render_findings(steps: Sequence[Step], limits: ScratchpadLimits | None = Non
             calls = worked if step.error is None else failed
             calls.setdefault(call_signature(step.action, step.action_input), step)
     if not worked and not failed:
-        return "(no tool call was made)"
+        return NO_CALLS
     found = list(worked.values())
     keep = len(found) if limits.keep_recent is None else limits.keep_recent
     older, recent = found[: max(0, len(found) - keep)], found[max(0, len(found) - keep) :]
