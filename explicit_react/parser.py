@@ -286,10 +286,18 @@ def _value_end(text: str, found: list[_Label], label: _Label) -> int:
 
 
 def _first_final(found: list[_Label], *, has_action: bool) -> _Label | None:
-    """The first Final Answer label; the ``Answer:`` alias counts only when there is no action."""
+    """The first Final Answer label that opens a line, else the first one; the ``Answer:`` alias
+    counts only when there is no action.
+
+    One that opens a line wins over an earlier one inside a Thought: a small model wrote "Thought:
+    … The result is 9 years. Final Answer: 9 years. The tool," and then "Final Answer: 9 years."
+    on a line of its own, and the answer is that line, not everything after the first label.
+    """
     kinds = (_FINAL,) if has_action else (_FINAL, _ANSWER)
     finals = [label for label in found if label.kind == _FINAL]
-    return finals[0] if finals else next((label for label in found if label.kind in kinds), None)
+    if finals:
+        return next((label for label in finals if label.line_start), finals[0])
+    return next((label for label in found if label.kind in kinds), None)
 
 
 def _final_answer(text: str, found: list[_Label], final: _Label, labels: Labels) -> FinalAnswer:

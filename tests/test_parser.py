@@ -548,6 +548,14 @@ FINALS = [
     # Whitespace around the answer.
     pytest.param("Final Answer:    spaced out   ", "spaced out", id="padded"),
     pytest.param("Final Answer: ratio is 3:2", "ratio is 3:2", id="colon-inside"),
+    # A Final Answer inside the Thought, then one on its own line (Qwen2.5 1.5B, bench/eval q15):
+    # the one that opens a line is the answer.
+    pytest.param(
+        "Thought: The result is 9 years. Final Answer: 9 years. The tool,\nFinal Answer: 9 years.",
+        "9 years.",
+        id="inline-then-own-line",
+    ),
+    pytest.param("Thought: all found. Final Answer: 12 dollars", "12 dollars", id="only-inline"),
 ]
 
 
