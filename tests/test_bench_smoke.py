@@ -122,6 +122,40 @@ def test_eval_keeps_the_reply_at_a_limit() -> None:
     assert record["trace"][0]["error"] is None and "90 minutes" in record["trace"][0]["observation"]
 
 
+def test_eval_starts_each_run_from_an_empty_llama_context(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The llama.cpp context is emptied before each question and framework, unless --reuse-context."""
+    evaluation = load("eval/run.py")
+    emptied: list[object] = []
+    monkeypatch.setattr(evaluation, "fresh_context", emptied.append)
+    out = tmp_path / "result.json"
+    assert evaluation.main(["--model", "scripted", "--limit", "2", "--out", str(out)]) == 0
+    assert len(emptied) == 4  # 2 questions x 2 frameworks
+    assert json.loads(out.read_text(encoding="utf-8"))["settings"]["fresh_context"] is True
+    emptied.clear()
+    assert evaluation.main(["--model", "scripted", "--limit", "2", "--reuse-context", "--out", str(out)]) == 0
+    assert emptied == []
+    assert json.loads(out.read_text(encoding="utf-8"))["settings"]["fresh_context"] is False
+    capsys.readouterr()
+
+
+def test_fresh_context_resets_only_a_llama_client() -> None:
+    evaluation = load("eval/run.py")
+    resets: list[bool] = []
+
+    class Client:
+        def reset(self) -> None:
+            resets.append(True)
+
+    class LlamaLike:
+        client = Client()
+
+    evaluation.fresh_context(LlamaLike())
+    evaluation.fresh_context(object())  # a model without a llama.cpp client: nothing to do
+    assert resets == [True]
+
+
 @pytest.mark.parametrize(
     ("answer", "expected", "correct"),
     [

@@ -7,6 +7,12 @@ and ``AgentExecutor(handle_parsing_errors=True, max_iterations=...)``. Answers a
 normalised number or string match (``is_correct``). Results are written after every question, so a
 long run can be watched and an interrupted one keeps what it measured.
 
+Each run of a question starts from an empty llama.cpp context (``fresh_context``): llama-cpp-python
+reuses the part of the previous prompt a new one starts with, and a prompt evaluated in other
+pieces gives slightly different numbers, so at temperature 0 a question's answer depended on the
+question run before it (13 right interleaved, 14 alone, with the same code). ``--reuse-context``
+turns this off.
+
     python bench/eval/run.py --model local:qwen [--framework both] [--limit N] [--out PATH]
 
 ``--model scripted`` replaces the model with an instant scripted one (for the smoke test).
@@ -48,6 +54,14 @@ CLASSIC_STOPPED = "Agent stopped due to iteration limit or time limit."
 # A minus sign counts unless a letter or digit stands right before it: "-5 years" and "x=-5" are
 # not 5, "2016-2011" is two years.
 _NUMBER = re.compile(r"(?:(?<![A-Za-z\d])-)?(?<![A-Za-z\d.])\d+(?:\.\d+)?")
+
+
+def fresh_context(model: Any) -> None:
+    """Empty a llama.cpp model's context, so the next prompt is evaluated whole; others: nothing."""
+    client = getattr(model, "client", None)
+    reset = getattr(client, "reset", None)
+    if callable(reset):
+        reset()
 
 
 # --- the question set and the check -------------------------------------------------------------
@@ -290,6 +304,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "temperature": 0.0,
             "frameworks": frameworks,
             "questions": len(questions),
+            "fresh_context": not args.reuse_context,
         },
         "machine": {"python": platform.python_version(), "platform": platform.platform()},
         "model_load_seconds": round(time.perf_counter() - started, 2),
@@ -298,6 +313,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
     for question in questions:
         for name in frameworks:  # interleaved: both frameworks see the same machine load
+            if not args.reuse_context:
+                fresh_context(model)
             began = time.perf_counter()
             record = FRAMEWORKS[name](model, question["question"], args.max_iterations)
             record = {
@@ -376,6 +393,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--max-iterations", type=int, default=6)
     parser.add_argument("--max-tokens", type=int, default=256)
     parser.add_argument("--n-ctx", type=int, default=4096)
+    parser.add_argument(
+        "--reuse-context",
+        action="store_true",
+        help="let a question's first prompt reuse the llama.cpp context left by the one before",
+    )
     parser.add_argument("--out", type=Path, default=None, help="default: bench/results/eval_<model>.json")
     parser.add_argument("--rescore", type=Path, default=None, help="re-check the answers in a results file")
     args = parser.parse_args(argv)
