@@ -30,7 +30,7 @@ from explicit_react.errors import ConfigurationError, ModelCallError
 from explicit_react.executor import ToolExecutor, ToolOutcome, as_tool
 from explicit_react.llm import Completion, ModelAdapter
 from explicit_react.parser import plain_text
-from explicit_react.policy import Budget, RunGuard
+from explicit_react.policy import SOURCED_NUMBERS, Budget, RunGuard
 from explicit_react.prompt import Message, ReActPrompt, ToolSpec
 from explicit_react.scratchpad import ScratchpadLimits, truncate_middle
 from explicit_react.transport import NativeToolCalling, TextProtocol, Transport, Turn
@@ -81,6 +81,12 @@ class _Run:
         """The child callback manager the run's model and tool calls report to. Built once: each call
         copies it into a manager of its own, so sharing it is safe (and ``get_child`` is not free)."""
         return self.manager.get_child() if self.manager else None
+
+    def sources(self) -> str:
+        """What the run has been told: the question, the context, and each tool result that worked."""
+        return "\n".join(
+            [self.question, self.context, *(s.observation for s in self.steps if s.error is None)]
+        )
 
     def count(self, usage: TokenUsage) -> None:
         self.usage += usage
@@ -249,8 +255,9 @@ class ExplicitReActAgent(Runnable[AgentInput, dict[str, Any]]):
         llm = self.transport.turn_model(steps)
         return self.model if llm is None else self.model.with_llm(llm)
 
-    def _permit(self, turn: Turn, run: _Run) -> Acted | None:
-        """The policy's answer to a turn: an ``Acted`` when the tool must not run, ``None`` to run it."""
+    def _permit(self, turn: Turn, run: _Run, *, in_run: bool = True) -> Acted | None:
+        """The policy's answer to a turn: an ``Acted`` when the tool must not run, ``None`` to run it.
+        Outside a run (``in_run=False``) there are no sources to check a call's numbers against."""
         if turn.decision is None:
             feedback = turn.feedback or "Your reply could not be read."
             return Acted(
@@ -266,6 +273,8 @@ class ExplicitReActAgent(Runnable[AgentInput, dict[str, Any]]):
             verdict = run.guard.check_unknown(len(run.steps) + 1, action.tool, action.tool_input, unknown)
             return Acted(ToolOutcome(verdict.observation, error=verdict.error), action.tool, verdict.stop)
         verdict = run.guard.check(tool, action.tool_input)
+        if verdict.run and in_run and (self.executor.tools[tool].metadata or {}).get(SOURCED_NUMBERS):
+            verdict = run.guard.check_sources(tool, action.tool_input, run.sources()) or verdict
         if verdict.run:
             return None
         if not verdict.observation:  # over the tool-call budget: nothing to observe, the run ends
@@ -273,9 +282,12 @@ class ExplicitReActAgent(Runnable[AgentInput, dict[str, Any]]):
         return Acted(ToolOutcome(verdict.observation, error=verdict.error), tool, verdict.stop)
 
     def act(self, turn: Turn, _run: _Run | None = None) -> Acted:
-        """ACT: run the action the model chose, if the policy allows it."""
+        """ACT: run the action the model chose, if the policy allows it.
+
+        Called on its own (no ``_run``) it has no history: repeats and unsourced numbers are checked
+        only inside ``run``/``stream``, which keep the steps."""
         run = _run or self._new_run("", "", None)
-        if (refused := self._permit(turn, run)) is not None:
+        if (refused := self._permit(turn, run, in_run=_run is not None)) is not None:
             return refused
         action = turn.decision
         assert isinstance(action, Action)
@@ -295,7 +307,7 @@ class ExplicitReActAgent(Runnable[AgentInput, dict[str, Any]]):
     async def aact(self, turn: Turn, _run: _Run | None = None) -> Acted:
         """Async ``act``."""
         run = _run or self._new_run("", "", None)
-        if (refused := self._permit(turn, run)) is not None:
+        if (refused := self._permit(turn, run, in_run=_run is not None)) is not None:
             return refused
         action = turn.decision
         assert isinstance(action, Action)

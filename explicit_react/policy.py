@@ -1,4 +1,5 @@
-"""Budgets, the tool allowlist and loop detection: what the model may do next, and when a run stops.
+"""Budgets, the tool allowlist, loop detection and number sourcing: what the model may do next,
+and when a run stops.
 
 The model proposes; the policy decides. ``Budget`` holds the limits, ``RunGuard`` tracks one run
 against them and answers two questions: may the run take another turn, and may this action run.
@@ -6,7 +7,9 @@ against them and answers two questions: may the run take another turn, and may t
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import math
+import re
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
 from explicit_react.deadline import Deadline
@@ -49,6 +52,53 @@ class Verdict:
 
 ALLOW = Verdict(run=True)
 
+SOURCED_NUMBERS = "numbers_must_be_sourced"
+"""A tool ``metadata`` key. When it is true (``CalculatorTool`` sets it), a call whose input holds a
+number found nowhere in the question, the context or an earlier tool result is refused once: small
+models start a calculation with made-up values (Qwen2.5 1.5B computed ``100 - 50`` for a price
+difference it had not looked up). The same call sent again runs."""
+
+# Numbers that need no source: 0-2 and the usual unit conversions (dozen, days, hours, percent, kilo).
+COMMON_NUMBERS = frozenset({0.0, 1.0, 2.0, 7.0, 10.0, 12.0, 24.0, 52.0, 60.0, 100.0, 365.0, 1000.0, 3600.0})
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?!\w)")
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+_SCALED = re.compile(r"(\d+(?:\.\d+)?)\s*(thousand|million|billion|trillion)\b", re.IGNORECASE)
+_SCALES = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
+_WORDS = {
+    "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "fifteen": 15, "twenty": 20, "thirty": 30,
+    "forty": 40, "fifty": 50, "hundred": 100, "thousand": 1000, "million": 1e6, "dozen": 12,
+    "half": 0.5, "quarter": 0.25, "twice": 2, "double": 2, "triple": 3,
+}  # fmt: skip
+_WORD = re.compile(rf"\b({'|'.join(_WORDS)})\b", re.IGNORECASE)
+
+
+def numbers_in(text: str) -> list[float]:
+    """The numbers written in ``text`` with digits (``68,000,000`` is one number; signs are dropped)."""
+    return [float(n) for n in _NUMBER.findall(_THOUSANDS.sub("", text))]
+
+
+def sourced_numbers(sources: str) -> set[float]:
+    """Every number ``sources`` states, as digits, as a word (``three``, ``dozen``) or scaled
+    (``4.2 million``), with each one's percent forms (``20`` gives 0.2, 0.8 and 1.2)."""
+    text = _THOUSANDS.sub("", sources)
+    found = set(numbers_in(text))
+    found |= {_WORDS[word.lower()] for word in _WORD.findall(text)}
+    found |= {float(n) * _SCALES[scale.lower()] for n, scale in _SCALED.findall(text)}
+    return found | {form for n in found for form in (n / 100, 1 - n / 100, 1 + n / 100)}
+
+
+def unsourced_numbers(tool_input: ToolInput, sources: str) -> list[str]:
+    """The numbers in ``tool_input`` that ``sources`` does not state (see ``sourced_numbers``) and
+    that are not in ``COMMON_NUMBERS``, each once, as written."""
+    if isinstance(tool_input, str):
+        text = tool_input
+    else:
+        text = " ".join(map(str, tool_input.values() if isinstance(tool_input, Mapping) else tool_input))
+    known = sourced_numbers(sources) | COMMON_NUMBERS
+    missing = (n for n in numbers_in(text) if not any(math.isclose(n, k, rel_tol=1e-9) for k in known))
+    return list(dict.fromkeys(f"{n:g}" for n in missing))
+
 
 @dataclass
 class RunGuard:
@@ -56,7 +106,8 @@ class RunGuard:
 
     A repeated call or a denied tool is not run: the model is told once, and a second offence
     ends the run (``LOOP_DETECTED`` / ``TOOL_DENIED``). An exact repeat of *any* earlier call counts,
-    so an A-B-A-B cycle is caught at its third call.
+    so an A-B-A-B cycle is caught at its third call. A call with unsourced numbers (``check_sources``)
+    is refused once and runs when the model sends it again.
     """
 
     budget: Budget
@@ -67,6 +118,7 @@ class RunGuard:
     _seen: dict[str, tuple[int, str]] = field(default_factory=dict)
     _repeat_warnings: int = 0
     _denied_warnings: int = 0
+    _unsourced_warned: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self.deadline = Deadline(self.budget.max_seconds)
@@ -132,6 +184,25 @@ class RunGuard:
             return repeat
         self._seen.setdefault(call_signature(tool, tool_input), (step_number, observation))
         return Verdict(run=False, observation=observation, error="unknown_tool")
+
+    def check_sources(self, tool: str, tool_input: ToolInput, sources: str) -> Verdict | None:
+        """A refusal when ``tool_input`` holds numbers that ``sources`` (the question, the context and
+        the successful tool results so far) does not state, the first time this call is made; else
+        ``None``. Sent again unchanged, the call runs: the model may know a value the sources lack."""
+        missing = unsourced_numbers(tool_input, sources)
+        signature = call_signature(tool, tool_input)
+        if not missing or signature in self._unsourced_warned:
+            return None
+        self._unsourced_warned.add(signature)
+        return Verdict(
+            run=False,
+            observation=render(
+                load_template("unsourced_numbers"),
+                numbers=" and ".join(missing),
+                verb="is" if len(missing) == 1 else "are",
+            ).strip(),
+            error="unsourced_numbers",
+        )
 
     def record_call(self, step_number: int, tool: str, tool_input: ToolInput, observation: str) -> None:
         """Remember a call that ran, for the tool-call budget and loop detection."""

@@ -14,9 +14,10 @@ from hypothesis import strategies as st
 from langchain_core.tools import tool
 
 from explicit_react import ExplicitReActAgent, StopReason
-from explicit_react.policy import Budget, RunGuard, call_signature
+from explicit_react.policy import SOURCED_NUMBERS, Budget, RunGuard, call_signature, unsourced_numbers
 from explicit_react.testing import ScriptedChatModel
-from tests.helpers import action, final, search
+from explicit_react.tools import CalculatorTool, calculator
+from tests.helpers import action, final, search, subtract
 
 release = threading.Event()
 
@@ -305,3 +306,122 @@ def test_any_model_output_ends_with_a_stop_reason_and_a_string_answer(script: li
     assert isinstance(result.stop_reason, StopReason)
     assert isinstance(result.answer, str) and result.answer
     assert all(isinstance(s.observation, str) for s in result.steps)
+
+
+# Numbers a calculation needs a source for -------------------------------------------------------
+@pytest.mark.parametrize(
+    ("tool_input", "sources", "missing"),
+    [
+        ("100 - 50", "How many dollars more does a T9 cost than an H2?", ["50"]),  # 100 is common
+        ("9400 - 4850", "The T9 costs 9400 dollars. The H2 costs 4,850 dollars.", []),
+        ("68000000 - 2100000", "France: 68,000,000 people. Paris: 2.1 million.", []),
+        ("9400 * 0.8", "List price 9400 dollars; a 20% discount applies.", []),  # 1 - 20/100
+        ("1270 * 1.15", "1270 dollars, plus 15% tax", []),  # 1 + 15/100
+        ("3 * 1270", "three units at 1270 dollars each", []),  # a number written as a word
+        ("90 / 60 + 24 * 7", "It lasts 90 minutes.", []),  # unit conversions need no source
+        ("7.5 + 7.5 + 3", "nothing", ["7.5", "3"]),  # each missing number once, in order
+        ({"expression": "5 * 17"}, "17 apples", ["5"]),  # a dict input: its values are checked
+        (["5 * 17"], "17 apples", ["5"]),  # a list input too
+        ("-5 + 2", "5 degrees", []),  # signs are not part of the number
+        ("sqrt(16) + x1", "x", ["16"]),  # digits inside a name are not numbers
+    ],
+)
+def test_unsourced_numbers(tool_input: object, sources: str, missing: list[str]) -> None:
+    assert unsourced_numbers(tool_input, sources) == missing  # type: ignore[arg-type]
+
+
+@tool
+def price(product: str) -> str:
+    """Look up a product's price."""
+    return {"T9": "The T9 costs 9400 dollars.", "H2": "The H2 costs 4850 dollars."}[product.strip()]
+
+
+def test_a_calculation_with_made_up_numbers_is_refused_once_and_the_model_looks_them_up() -> None:
+    # Qwen2.5 1.5B in bench/eval answered "How many dollars more does a T9 cost than an H2?" by
+    # computing 100 - 50, values it had never looked up.
+    model = ScriptedChatModel(
+        [
+            action("calculator", "100 - 50"),
+            action("price", "T9"),
+            action("price", "H2"),
+            action("calculator", "9400 - 4850"),
+            final("4550 dollars"),
+        ]
+    )
+    result = ExplicitReActAgent(model, [price, calculator], max_iterations=6).run(
+        "How many dollars more does a T9 cost than an H2?"
+    )
+    assert result.stop_reason is StopReason.SUCCESS and result.answer == "4550 dollars"
+    refused = result.steps[0]
+    assert refused.error == "unsourced_numbers" and refused.tool_output is None  # the calculator never ran
+    assert refused.observation.startswith("Error: 50 is not in the question or in any tool result")
+    assert "100" not in refused.observation  # a common number needs no source
+    assert [s.observation for s in result.steps[1:]] == [
+        "The T9 costs 9400 dollars.",
+        "The H2 costs 4850 dollars.",
+        "4550",
+    ]
+
+
+def test_the_same_calculation_sent_again_runs() -> None:
+    # The model may know a value no tool gave it (a constant, a conversion factor).
+    model = ScriptedChatModel(
+        [action("calculator", "5 * 1.609"), action("calculator", "5 * 1.609"), final("8.045 km")]
+    )
+    result = ExplicitReActAgent(model, [calculator]).run("How far is 5 miles in km?")
+    assert [s.error for s in result.steps] == ["unsourced_numbers", None]
+    assert "1.609 is not in the question" in result.steps[0].observation
+    assert result.steps[1].observation == "8.045"
+    assert result.stop_reason is StopReason.SUCCESS
+
+
+def test_numbers_from_the_context_and_earlier_results_count_and_failed_calls_do_not() -> None:
+    @tool
+    def broken(query: str) -> str:
+        """Always fails."""
+        raise ValueError("the value 31 is unavailable")
+
+    model = ScriptedChatModel(
+        [
+            action("broken", "x"),
+            action("calculator", "12 * 31"),  # 31 is only in an error: refused
+            action("calculator", "12 * 45"),  # 45 is in the context: runs
+            final("540"),
+        ]
+    )
+    agent = ExplicitReActAgent(model, [broken, calculator], max_iterations=6)
+    result = agent.run("What do 12 boxes cost?", context="A box costs 45 dollars.")
+    assert [s.error for s in result.steps] == ["tool_error", "unsourced_numbers", None]
+    assert result.steps[2].observation == "540"
+
+
+def test_only_tools_flagged_in_their_metadata_are_checked() -> None:
+    plain = ScriptedChatModel([action("subtract", '{"a": 100, "b": 57}'), final("43")])
+    result = ExplicitReActAgent(plain, [subtract]).run("q")
+    assert result.steps[0].error is None and result.steps[0].observation == "43"
+
+    unchecked = CalculatorTool(metadata={})  # how to turn the check off for the calculator
+    model = ScriptedChatModel([action("calculator", "100 - 57"), final("43")])
+    result = ExplicitReActAgent(model, [unchecked]).run("q")
+    assert result.steps[0].error is None and result.steps[0].observation == "43"
+
+    @tool
+    def transfer(amount: float) -> str:
+        """Send money."""
+        return f"sent {amount:g}"
+
+    transfer.metadata = {SOURCED_NUMBERS: True}  # any tool can ask for the check
+    model = ScriptedChatModel([action("transfer", '{"amount": 5000}'), final("not sent")])
+    result = ExplicitReActAgent(model, [transfer]).run("Pay the invoice of 500 dollars.")
+    assert result.steps[0].error == "unsourced_numbers" and "5000" in result.steps[0].observation
+
+
+def test_the_check_is_made_in_async_runs_and_not_by_act_alone() -> None:
+    model = ScriptedChatModel([action("calculator", "100 - 50"), final("unknown")])
+    agent = ExplicitReActAgent(model, [calculator])
+    result = asyncio.run(agent.arun("How many dollars more does a T9 cost than an H2?"))
+    assert result.steps[0].error == "unsourced_numbers"
+
+    # act() on its own has no question or results to check against, so it runs the call.
+    turn = ExplicitReActAgent(ScriptedChatModel([action("calculator", "100 - 50")]), [calculator]).think("q")
+    assert agent.act(turn).outcome.observation == "50"  # type: ignore[union-attr]

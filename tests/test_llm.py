@@ -293,7 +293,7 @@ def test_after_a_failed_call_is_repeated_the_grammar_leaves_that_tool_out_for_on
     from tests.helpers import search
 
     sent = _record_grammars(monkeypatch)
-    words = "Thought: compute it\nAction: calculator\nAction Input: Lumacrab cost * 3"
+    words = "Thought: compute it\nAction: calculator\nAction Input: Lumacrab cost * 2"
     model = ScriptedChatModel(
         [
             words,

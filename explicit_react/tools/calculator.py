@@ -13,6 +13,7 @@ from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackMan
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field
 
+from explicit_react.policy import SOURCED_NUMBERS
 from explicit_react.tools._errors import tool_error, validation_error_observation
 
 Number = int | float
@@ -284,6 +285,7 @@ class CalculatorTool(BaseTool):
         "or units). Supports + - * / // % ** and parentheses, sqrt, log, exp, sin, cos, pi, e, round, min, max."
     )
     args_schema: type[BaseModel] = CalculatorInput
+    metadata: dict[str, Any] | None = Field(default_factory=lambda: {SOURCED_NUMBERS: True})
     handle_tool_error: bool = True
     handle_validation_error: Any = validation_error_observation
 
