@@ -108,6 +108,20 @@ def test_eval_with_a_scripted_model(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert explicit["last_reply"] is None  # kept only for a run that ended at a limit
 
 
+def test_eval_held_out_set_searches_its_own_knowledge_base(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    printed, data = run("eval/run.py", ["--model", "scripted", "--set", "heldout"], tmp_path, capsys)
+    assert data["settings"]["question_set"] == "heldout"
+    for framework in ("explicit", "classic"):
+        records = data["records"][framework]
+        assert [r["id"] for r in records] == [f"h{n:02}" for n in range(1, 13)]
+        assert all(r["correct"] for r in records)
+    first = data["records"]["explicit"][0]  # "What do 4 adult single tickets cost, in dollars?"
+    assert "[fares.md]" in first["trace"][0]["observation"]
+    assert "18 dollars" in first["trace"][0]["observation"]
+
+
 def test_eval_keeps_the_reply_at_a_limit() -> None:
     """For a run that ends at a limit, the reply to the tool-free call is in the record."""
     from explicit_react.testing import ScriptedChatModel

@@ -13,7 +13,11 @@ pieces gives slightly different numbers, so at temperature 0 a question's answer
 question run before it (13 right interleaved, 14 alone, with the same code). ``--reuse-context``
 turns this off.
 
-    python bench/eval/run.py --model local:qwen [--framework both] [--limit N] [--out PATH]
+    python bench/eval/run.py --model local:qwen [--framework both] [--set dev|heldout] [--limit N] [--out PATH]
+
+``--set dev`` (the default) is the development set: 20 questions over ``kb/``, the set every change
+to the agent was measured on. ``--set heldout`` is 12 questions over another made-up company
+(``heldout/kb/``), written after that work and never used to choose a change.
 
 ``--model scripted`` replaces the model with an instant scripted one (for the smoke test).
 """
@@ -42,8 +46,12 @@ from explicit_react.tools import KnowledgeBaseTool, calculator
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE.parent / "results"
-QUESTIONS = HERE / "questions.json"
-KB_FOLDER = HERE / "kb"
+QUESTION_SETS = {
+    "dev": (HERE / "questions.json", HERE / "kb"),
+    "heldout": (HERE / "heldout" / "questions.json", HERE / "heldout" / "kb"),
+}
+"""Each set's questions file and the folder its knowledge base is read from."""
+KB_FOLDER = QUESTION_SETS["dev"][1]
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _common import HUB_REACT_PROMPT  # noqa: E402
@@ -67,9 +75,10 @@ def fresh_context(model: Any) -> None:
 # --- the question set and the check -------------------------------------------------------------
 
 
-def load_questions(limit: int | None = None) -> list[dict[str, Any]]:
-    """The questions, in file order; the first ``limit`` of them if given."""
-    questions: list[dict[str, Any]] = json.loads(QUESTIONS.read_text(encoding="utf-8"))
+def load_questions(limit: int | None = None, question_set: str = "dev") -> list[dict[str, Any]]:
+    """The questions of a set, in file order; the first ``limit`` of them if given."""
+    path = QUESTION_SETS[question_set][0]
+    questions: list[dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))
     return questions[:limit] if limit else questions
 
 
@@ -94,9 +103,9 @@ def is_correct(answer: str, expected: float | int | str) -> bool:
 # --- tools, model, usage ------------------------------------------------------------------------
 
 
-def make_tools() -> list[BaseTool]:
+def make_tools(kb: Path = KB_FOLDER) -> list[BaseTool]:
     """The knowledge base (one passage per paragraph, best three returned) and the calculator."""
-    return [KnowledgeBaseTool.from_folder(KB_FOLDER, k=3, passage_chars=220), calculator]
+    return [KnowledgeBaseTool.from_folder(kb, k=3, passage_chars=220), calculator]
 
 
 class UsageCounter(BaseCallbackHandler):
@@ -157,11 +166,11 @@ def make_model(name: str, max_tokens: int, n_ctx: int, questions: Sequence[dict[
 
 
 def run_explicit(
-    model: Any, question: str, max_iterations: int, *, constrain_local: bool = True
+    model: Any, question: str, max_iterations: int, kb: Path = KB_FOLDER, *, constrain_local: bool = True
 ) -> dict[str, Any]:
     """One question through ``ExplicitReActAgent``; the record's framework-specific fields."""
     agent = ExplicitReActAgent(
-        model, make_tools(), max_iterations=max_iterations, constrain_local=constrain_local
+        model, make_tools(kb), max_iterations=max_iterations, constrain_local=constrain_local
     )
     usage = UsageCounter()
     result = agent.run(question, config={"callbacks": [usage]})
@@ -188,12 +197,12 @@ def run_explicit(
     }
 
 
-def run_classic(model: Any, question: str, max_iterations: int) -> dict[str, Any]:
+def run_classic(model: Any, question: str, max_iterations: int, kb: Path = KB_FOLDER) -> dict[str, Any]:
     """One question through langchain_classic's ``create_react_agent`` + ``AgentExecutor``."""
     from langchain_classic.agents import AgentExecutor, create_react_agent
     from langchain_core.prompts import PromptTemplate
 
-    tools = make_tools()
+    tools = make_tools(kb)
     agent = create_react_agent(model, tools, PromptTemplate.from_template(HUB_REACT_PROMPT))
     executor = AgentExecutor(
         agent=agent,
@@ -227,12 +236,14 @@ def run_classic(model: Any, question: str, max_iterations: int) -> dict[str, Any
     }
 
 
-def run_explicit_unconstrained(model: Any, question: str, max_iterations: int) -> dict[str, Any]:
+def run_explicit_unconstrained(
+    model: Any, question: str, max_iterations: int, kb: Path = KB_FOLDER
+) -> dict[str, Any]:
     """``run_explicit`` without the llama.cpp grammar (``constrain_local=False``), to measure what it adds."""
-    return run_explicit(model, question, max_iterations, constrain_local=False)
+    return run_explicit(model, question, max_iterations, kb, constrain_local=False)
 
 
-FRAMEWORKS: dict[str, Callable[[Any, str, int], dict[str, Any]]] = {
+FRAMEWORKS: dict[str, Callable[[Any, str, int, Path], dict[str, Any]]] = {
     "explicit": run_explicit,
     "classic": run_classic,
     "explicit_unconstrained": run_explicit_unconstrained,
@@ -291,7 +302,8 @@ def summarise(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Run every selected question through every selected framework; write the JSON after each one."""
-    questions = load_questions(args.limit)
+    questions = load_questions(args.limit, args.set)
+    kb = QUESTION_SETS[args.set][1]
     frameworks = list(BOTH) if args.framework == "both" else args.framework.split(",")
     started = time.perf_counter()
     model = make_model(args.model, args.max_tokens, args.n_ctx, questions)
@@ -303,6 +315,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "n_ctx": args.n_ctx,
             "temperature": 0.0,
             "frameworks": frameworks,
+            "question_set": args.set,
             "questions": len(questions),
             "fresh_context": not args.reuse_context,
         },
@@ -316,7 +329,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             if not args.reuse_context:
                 fresh_context(model)
             began = time.perf_counter()
-            record = FRAMEWORKS[name](model, question["question"], args.max_iterations)
+            record = FRAMEWORKS[name](model, question["question"], args.max_iterations, kb)
             record = {
                 "id": question["id"],
                 "question": question["question"],
@@ -389,6 +402,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="both",
         help=f"'both' ({' and '.join(BOTH)}) or a comma-separated list of: {', '.join(FRAMEWORKS)}",
     )
+    parser.add_argument(
+        "--set", choices=sorted(QUESTION_SETS), default="dev", help="the question set (default: dev)"
+    )
     parser.add_argument("--limit", type=int, default=None, help="only the first N questions")
     parser.add_argument("--max-iterations", type=int, default=6)
     parser.add_argument("--max-tokens", type=int, default=256)
@@ -408,7 +424,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print_summary(rescore(args.rescore))
         return 0
     if args.out is None:
-        args.out = RESULTS / f"eval_{re.sub(r'[^a-z0-9]+', '_', args.model.lower()).strip('_')}.json"
+        suffix = "" if args.set == "dev" else f"_{args.set}"
+        args.out = RESULTS / f"eval_{re.sub(r'[^a-z0-9]+', '_', args.model.lower()).strip('_')}{suffix}.json"
     report = run(args)
     print_summary(report)
     print(f"\nwrote {args.out}", file=sys.stderr)
