@@ -176,6 +176,9 @@ def test_fresh_context_resets_only_a_llama_client() -> None:
         ("The total is $53,544.00.", 53544, True),
         ("1.5 hours", 1.5, True),
         ("about 3000 dollars", 3810, False),
+        ("2019", 2018, False),  # a year one off is wrong
+        ("53500 dollars", 53544, False),
+        ("316.80 dollars", 316.8, True),
         ("She works in Port Hallam.", "Port Hallam", True),
         ("Port", "Port Hallam", False),
         ("It was 14 years old when the Tidewalker T9 launched.", 9, False),

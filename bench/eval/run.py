@@ -94,9 +94,10 @@ def normalise(text: str) -> str:
 
 
 def is_correct(answer: str, expected: float | int | str) -> bool:
-    """A numeric answer is right when a number in it equals ``expected`` (to 0.1%); a text one when it contains it."""
+    """A numeric answer is right when a number in it equals ``expected`` (up to float noise, not to a
+    percentage: 0.1% let "2019" pass for 2018); a text one when it contains it."""
     if isinstance(expected, int | float):
-        return any(abs(n - expected) <= max(1e-3 * abs(expected), 1e-6) for n in numbers_in(answer))
+        return any(abs(n - expected) <= max(1e-6 * abs(expected), 1e-9) for n in numbers_in(answer))
     return f" {normalise(expected)} " in f" {normalise(answer)} "
 
 
