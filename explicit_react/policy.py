@@ -95,8 +95,11 @@ def unsourced_numbers(tool_input: ToolInput, sources: str) -> list[str]:
         text = tool_input
     else:
         text = " ".join(map(str, tool_input.values() if isinstance(tool_input, Mapping) else tool_input))
-    known = sourced_numbers(sources) | COMMON_NUMBERS
-    missing = (n for n in numbers_in(text) if not any(math.isclose(n, k, rel_tol=1e-9) for k in known))
+    wanted = [n for n in numbers_in(text) if n not in COMMON_NUMBERS]
+    if not wanted:  # nothing to look for: the sources need not be read
+        return []
+    known = sourced_numbers(sources)
+    missing = (n for n in wanted if not any(math.isclose(n, k, rel_tol=1e-9) for k in known))
     return list(dict.fromkeys(f"{n:g}" for n in missing))
 
 
