@@ -113,6 +113,7 @@ def test_eval_held_out_set_searches_its_own_knowledge_base(
 ) -> None:
     printed, data = run("eval/run.py", ["--model", "scripted", "--set", "heldout"], tmp_path, capsys)
     assert data["settings"]["question_set"] == "heldout"
+    assert "12 questions" in printed
     for framework in ("explicit", "classic"):
         records = data["records"][framework]
         assert [r["id"] for r in records] == [f"h{n:02}" for n in range(1, 13)]
