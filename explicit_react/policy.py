@@ -82,7 +82,7 @@ def sourced_numbers(sources: str) -> set[float]:
     """Every number ``sources`` states, as digits, as a word (``three``, ``dozen``) or scaled
     (``4.2 million``), with each one's percent forms (``20`` gives 0.2, 0.8 and 1.2)."""
     text = _THOUSANDS.sub("", sources)
-    found = set(numbers_in(text))
+    found = {float(n) for n in _NUMBER.findall(text)}
     found |= {_WORDS[word.lower()] for word in _WORD.findall(text)}
     found |= {float(n) * _SCALES[scale.lower()] for n, scale in _SCALED.findall(text)}
     return found | {form for n in found for form in (n / 100, 1 - n / 100, 1 + n / 100)}
@@ -192,9 +192,8 @@ class RunGuard:
         """A refusal when ``tool_input`` holds numbers that ``sources`` (the question, the context and
         the successful tool results so far) does not state, the first time this call is made; else
         ``None``. Sent again unchanged, the call runs: the model may know a value the sources lack."""
-        missing = unsourced_numbers(tool_input, sources)
         signature = call_signature(tool, tool_input)
-        if not missing or signature in self._unsourced_warned:
+        if signature in self._unsourced_warned or not (missing := unsourced_numbers(tool_input, sources)):
             return None
         self._unsourced_warned.add(signature)
         return Verdict(
