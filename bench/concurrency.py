@@ -244,20 +244,49 @@ def measure(n: int, delay: float, levels: list[int], repeats: int, tools: list[s
     return rows
 
 
+def tasks_per_question(name: str, batch: Batch, n: int) -> float:
+    """asyncio tasks created per question (counted by a task factory, at concurrency 50).
+
+    Each task is a turn of the event loop that a run gives up inside its step (``bench/lockstep.py``
+    shows what such turns cost when many replies arrive together)."""
+    created = 0
+
+    def counting_factory(loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> asyncio.Task[Any]:
+        nonlocal created
+        created += 1
+        return asyncio.Task(coro, loop=loop, **kwargs)
+
+    async def counted() -> list[str]:
+        asyncio.get_running_loop().set_task_factory(counting_factory)
+        outputs: list[str] = await batch(questions(n), 50)
+        return outputs
+
+    check(name, asyncio.run(counted()), n)
+    return created / n
+
+
 def cpu_per_question(n: int, tools: list[str]) -> list[dict[str, Any]]:
     """CPU milliseconds per question with the model's delay at 0 (``time.process_time``, which counts
-    every thread, over ``n`` questions at concurrency 50): the cost concurrency cannot hide."""
+    every thread, over ``n`` questions at concurrency 50): the cost concurrency cannot hide. Also the
+    asyncio tasks each question creates."""
     rows = []
     for kind in tools:
         for name, make in FRAMEWORKS.items():
             batch = make(0.0, TOOLS[kind])
-            timed(name, batch, min(n, 50), 50)  # warm-up
+            tasks = tasks_per_question(name, batch, min(n, 50))  # also the warm-up
             gc.collect()
             began = time.process_time()
             outputs = asyncio.run(batch(questions(n), 50))
             seconds = time.process_time() - began
             check(name, outputs, n)
-            rows.append({"framework": name, "tool": kind, "cpu_ms_per_question": 1000 * seconds / n})
+            rows.append(
+                {
+                    "framework": name,
+                    "tool": kind,
+                    "cpu_ms_per_question": 1000 * seconds / n,
+                    "tasks_per_question": tasks,
+                }
+            )
     return rows
 
 
@@ -312,8 +341,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nCPU per question with no model delay ({cpu_questions} questions at concurrency 50)\n")
     print(
         table(
-            ["framework", "tool", "CPU ms per question"],
-            [[r["framework"], r["tool"], f"{r['cpu_ms_per_question']:.2f}"] for r in cpu],
+            ["framework", "tool", "CPU ms per question", "asyncio tasks per question"],
+            [
+                [r["framework"], r["tool"], f"{r['cpu_ms_per_question']:.2f}", f"{r['tasks_per_question']:g}"]
+                for r in cpu
+            ],
         )
     )
 

@@ -69,7 +69,15 @@ def test_concurrency(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
         (framework, tool) for tool in ("sync", "async") for framework in frameworks
     ]
     assert all(r["cpu_ms_per_question"] > 0 for r in data["cpu"])
+    assert all(r["tasks_per_question"] >= 1 for r in data["cpu"])  # abatch's own task per question, at least
     assert all(r["efficiency"] > 0 and r["kib_per_concurrent_run"] > 0 for r in data["rows"])
+
+
+def test_lockstep(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    printed, data = run("lockstep.py", ["--quick"], tmp_path, capsys)
+    assert "| CPU ms per job | 1 turn per burst | 4 turns per burst |" in printed
+    assert [(r["cpu_ms_per_job"], r["turns_per_burst"]) for r in data["rows"]] == [(0.5, 1), (0.5, 4)]
+    assert all(0 < r["efficiency"] <= 1.05 for r in data["rows"])
 
 
 def test_context(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
