@@ -247,8 +247,8 @@ def measure(n: int, delay: float, levels: list[int], repeats: int, tools: list[s
 def tasks_per_question(name: str, batch: Batch, n: int) -> float:
     """asyncio tasks created per question (counted by a task factory, at concurrency 50).
 
-    Each task is a turn of the event loop that a run gives up inside its step (``bench/lockstep.py``
-    shows what such turns cost when many replies arrive together)."""
+    A run that awaits a task hands the event loop back at least twice (``bench/lockstep.py`` shows
+    what such turns cost when many replies arrive together)."""
     created = 0
 
     def counting_factory(loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> asyncio.Task[Any]:

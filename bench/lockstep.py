@@ -76,14 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS / "lockstep.json")
     args = parser.parse_args(argv)
     if args.quick:
-        args.jobs, args.concurrency, args.delay, args.cpu_ms, args.turns, args.repeats = (
-            20,
-            5,
-            0.005,
-            "0.5",
-            "1,4",
-            1,
-        )
+        args.jobs, args.concurrency, args.delay, args.repeats = 20, 5, 0.005, 1
+        args.cpu_ms, args.turns = "0.5", "1,4"
     cpus = [float(ms) for ms in args.cpu_ms.split(",")]
     turns = [int(t) for t in args.turns.split(",")]
 
