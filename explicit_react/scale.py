@@ -118,7 +118,8 @@ def answer_on_ray(
     ``concurrency`` at a time. ``actor_options`` go to ``.options()`` of every actor (default
     ``{"num_cpus": 1, "max_concurrency": 1}``: one chunk at a time per actor; add ``max_restarts``/``max_task_retries`` to survive lost nodes, or
     ``runtime_env``). A factory that fails raises here, before any question is sent; a chunk lost to
-    a crashed worker gives failure records for its questions, and the other chunks go on.
+    a crashed worker gives failure records for its questions, and the other chunks go on. Nothing
+    starts until the first record is asked for; the actors end with the iteration.
     """
     import ray
 
