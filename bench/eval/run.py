@@ -54,14 +54,11 @@ QUESTION_SETS = {
 KB_FOLDER = QUESTION_SETS["dev"][1]
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(HERE))
 from _common import HUB_REACT_PROMPT  # noqa: E402
+from answers import contains, number_matches  # noqa: E402
 
 CLASSIC_STOPPED = "Agent stopped due to iteration limit or time limit."
-
-# A number not glued to a letter before it: "T9" and "H2" are product names, not answers.
-# A minus sign counts unless a letter or digit stands right before it: "-5 years" and "x=-5" are
-# not 5, "2016-2011" is two years.
-_NUMBER = re.compile(r"(?:(?<![A-Za-z\d])-)?(?<![A-Za-z\d.])\d+(?:\.\d+)?")
 
 
 def fresh_context(model: Any) -> None:
@@ -82,23 +79,12 @@ def load_questions(limit: int | None = None, question_set: str = "dev") -> list[
     return questions[:limit] if limit else questions
 
 
-def numbers_in(text: str) -> list[float]:
-    """Every number in ``text``; thousands separators (``53,544``) and ``$`` are understood."""
-    text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text).replace("\u2212", "-").replace("$", "")
-    return [float(n) for n in _NUMBER.findall(text)]
-
-
-def normalise(text: str) -> str:
-    """Lowercase words separated by single spaces, punctuation dropped."""
-    return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
-
-
 def is_correct(answer: str, expected: float | int | str) -> bool:
     """A numeric answer is right when a number in it equals ``expected`` (up to float noise, not to a
     percentage: 0.1% let "2019" pass for 2018); a text one when it contains it."""
     if isinstance(expected, int | float):
-        return any(abs(n - expected) <= max(1e-6 * abs(expected), 1e-9) for n in numbers_in(answer))
-    return f" {normalise(expected)} " in f" {normalise(answer)} "
+        return number_matches(answer, expected)
+    return contains(answer, expected)
 
 
 # --- tools, model, usage ------------------------------------------------------------------------
