@@ -168,7 +168,7 @@ def retrieval_misses(w: worlds.World) -> dict[str, list[str]]:
     missed: dict[str, list[str]] = {}
     for q in w.questions:
         for call in q.plan:
-            if call.facts and not all(fact_in_view(w, key, tool.invoke(call.input)) for key in call.facts):
+            if call.facts and not all(w.in_view(key, tool.invoke(call.input)) for key in call.facts):
                 missed.setdefault(q.id, []).append(call.input)
     return missed
 
@@ -196,7 +196,7 @@ def test_an_ideal_model_answers_every_question_in_the_minimal_steps() -> None:
             if step.error:
                 problems.append(f"{call.tool}({call.input!r}): {step.observation[:120]}")
             for key in call.facts:
-                if not fact_in_view(w, key, step.observation):
+                if not w.in_view(key, step.observation):
                     problems.append(f"{call.input!r} did not return {key}")
         calculated = q.plan and q.plan[-1].tool == "calculator" and result.steps
         if calculated and not answers.number_matches(
@@ -221,16 +221,3 @@ def test_an_ideal_model_answers_every_question_in_the_minimal_steps() -> None:
 )
 def test_knowledge_search_returns_every_planned_fact() -> None:
     assert retrieval_misses(world()) == {}
-
-
-def fact_in_view(w: worlds.World, key: tuple[str, str], observation: str) -> bool:
-    """Whether one passage of ``observation`` names the fact's paragraph owner and states its value."""
-    fact = w.facts[key]
-    for passage in observation.splitlines():
-        if not answers.contains(passage, fact.owner):
-            continue
-        if isinstance(fact.value, str) and answers.contains(passage, fact.value):
-            return True
-        if not isinstance(fact.value, str) and answers.number_matches(passage, float(fact.value)):
-            return True
-    return False

@@ -90,9 +90,13 @@ def is_correct(answer: str, expected: float | int | str) -> bool:
 # --- tools, model, usage ------------------------------------------------------------------------
 
 
+KNOWLEDGE_SETTINGS: dict[str, Any] = {"k": 3, "passage_chars": 220}
+"""The knowledge search of every evaluation: one passage per paragraph, the best three returned."""
+
+
 def make_tools(kb: Path = KB_FOLDER) -> list[BaseTool]:
-    """The knowledge base (one passage per paragraph, best three returned) and the calculator."""
-    return [KnowledgeBaseTool.from_folder(kb, k=3, passage_chars=220), calculator]
+    """The knowledge base over the files of ``kb`` and the calculator."""
+    return [KnowledgeBaseTool.from_folder(kb, **KNOWLEDGE_SETTINGS), calculator]
 
 
 class UsageCounter(BaseCallbackHandler):
@@ -153,11 +157,19 @@ def make_model(name: str, max_tokens: int, n_ctx: int, questions: Sequence[dict[
 
 
 def run_explicit(
-    model: Any, question: str, max_iterations: int, kb: Path = KB_FOLDER, *, constrain_local: bool = True
+    model: Any,
+    question: str,
+    max_iterations: int,
+    kb: Path = KB_FOLDER,
+    *,
+    constrain_local: bool = True,
+    tools: list[BaseTool] | None = None,
+    observation_chars: int = 300,
 ) -> dict[str, Any]:
-    """One question through ``ExplicitReActAgent``; the record's framework-specific fields."""
+    """One question through ``ExplicitReActAgent``; the record's framework-specific fields.
+    ``tools`` replaces the tools over ``kb``; each observation is kept to ``observation_chars``."""
     agent = ExplicitReActAgent(
-        model, make_tools(kb), max_iterations=max_iterations, constrain_local=constrain_local
+        model, tools or make_tools(kb), max_iterations=max_iterations, constrain_local=constrain_local
     )
     usage = UsageCounter()
     result = agent.run(question, config={"callbacks": [usage]})
@@ -175,7 +187,7 @@ def run_explicit(
                 "log": s.log,
                 "action": s.action,
                 "input": s.action_input,
-                "observation": s.observation[:300],
+                "observation": s.observation[:observation_chars],
                 "error": s.error,
             }
             for s in result.steps
@@ -184,12 +196,20 @@ def run_explicit(
     }
 
 
-def run_classic(model: Any, question: str, max_iterations: int, kb: Path = KB_FOLDER) -> dict[str, Any]:
+def run_classic(
+    model: Any,
+    question: str,
+    max_iterations: int,
+    kb: Path = KB_FOLDER,
+    *,
+    tools: list[BaseTool] | None = None,
+    observation_chars: int = 300,
+) -> dict[str, Any]:
     """One question through langchain_classic's ``create_react_agent`` + ``AgentExecutor``."""
     from langchain_classic.agents import AgentExecutor, create_react_agent
     from langchain_core.prompts import PromptTemplate
 
-    tools = make_tools(kb)
+    tools = tools or make_tools(kb)
     agent = create_react_agent(model, tools, PromptTemplate.from_template(HUB_REACT_PROMPT))
     executor = AgentExecutor(
         agent=agent,
@@ -216,7 +236,7 @@ def run_classic(model: Any, question: str, max_iterations: int, kb: Path = KB_FO
                 "log": action.log,
                 "action": action.tool,
                 "input": action.tool_input,
-                "observation": str(obs)[:300],
+                "observation": str(obs)[:observation_chars],
             }
             for action, obs in steps
         ],

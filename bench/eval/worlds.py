@@ -227,6 +227,19 @@ class World:
         """The names of every thing of a type, in the order they were invented."""
         return [thing.name for thing in self.things.values() if thing.type == type_]
 
+    def in_view(self, key: tuple[str, str], observation: str) -> bool:
+        """Whether one line (passage) of a search result names the thing whose paragraph states the
+        fact and states its value: the fact was there for the model to read."""
+        fact = self.facts[key]
+        for passage in observation.splitlines():
+            if not contains(passage, fact.owner):
+                continue
+            if isinstance(fact.value, str) and contains(passage, fact.value):
+                return True
+            if not isinstance(fact.value, str) and number_matches(passage, float(fact.value)):
+                return True
+        return False
+
     def documents(self) -> list[dict[str, str]]:
         """The files as documents for ``KnowledgeBaseTool`` (``content`` and ``source``)."""
         return [{"content": text, "source": name} for name, text in self.files.items()]

@@ -1,0 +1,344 @@
+"""Answer generated questions (worlds.py) with one model through three systems, and score them.
+
+Every system gets the same model object, the same tools (``knowledge_search`` over the seed's
+generated files, ``calculator``) and the same step limit, question by question, interleaved:
+
+- ``explicit``: explicit_react's ``ExplicitReActAgent`` with its defaults;
+- ``classic``: LangChain's ``create_react_agent`` + ``AgentExecutor`` with the hub prompt;
+- ``minimal``: the ~60-line baseline loop of ``bench/minimal_react.py`` (own short prompt, no guardrails).
+
+Per question it records the answer, whether it is right (``worlds.check``), why not
+(``failures.classify``), prompt and generated tokens, seconds, model calls and tool calls, with
+the ideal plan's number of calls beside them; the summary gives each per system and per kind.
+
+The protocol (docs/benchmarks.md): ``--seeds tuning`` (``worlds.TUNING_SEEDS``) is the only place
+to choose and tune; a report uses ``--fresh K``, which draws K seeds never used before (from the
+clock) and records them in ``bench/results/used_seeds.json`` before the run starts, so a seed that was
+looked at is never fresh again. The results file holds the command that reproduces the run
+(with the drawn seeds written out).
+
+    python bench/eval/generated.py --model local:qwen --seeds tuning --per-kind 3
+    python bench/eval/generated.py --model local:qwen --fresh 1 --per-kind 3
+    python bench/eval/generated.py --model ideal --seeds tuning --per-kind 50   # the scripted ideal model
+
+``--model ideal`` answers every question by its minimal plan (a ``ScriptedChatModel`` per question
+and system): a check of the machinery, and of each system's handling of a strong model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from langchain_core.tools import BaseTool
+
+from explicit_react.testing import ScriptedChatModel
+from explicit_react.tools import KnowledgeBaseTool, calculator
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+import run as hand_written  # noqa: E402  (the hand-written sets' runner: systems, usage, model loading)
+from failures import FAILURES, classify  # noqa: E402
+from minimal_react import run_minimal  # noqa: E402
+from worlds import KINDS, TUNING_SEEDS, World, check, ideal_replies, sample  # noqa: E402
+
+RESULTS = HERE.parent / "results"
+USED_SEEDS = RESULTS / "used_seeds.json"
+OBSERVATION_CHARS = 2000  # whole search results: the failure classes read them
+_NOT_RUN = frozenset({"parse_error", "repeated_call", "unsourced_numbers", "unknown_tool", "tool_denied"})
+
+
+# --- seeds ----------------------------------------------------------------------------------------
+
+
+def used_seeds(path: Path = USED_SEEDS) -> list[dict[str, Any]]:
+    """Every fresh seed drawn so far, with when, by which command and for which results file."""
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else []
+
+
+def draw_fresh_seeds(count: int, command: str, out: Path, path: Path = USED_SEEDS) -> list[int]:
+    """``count`` seeds never used before (not tuning seeds, not drawn before), from the clock
+    (``YYMMDDHHMM`` and up), recorded in ``path`` at once: a drawn seed is used, run or not."""
+    taken = {entry["seed"] for entry in used_seeds(path)} | set(TUNING_SEEDS)
+    now = datetime.now(UTC)
+    seed = int(now.strftime("%y%m%d%H%M"))
+    drawn: list[int] = []
+    while len(drawn) < count:
+        if seed not in taken:
+            drawn.append(seed)
+        seed += 1
+    record = [
+        {"seed": s, "drawn_at": now.isoformat(timespec="seconds"), "command": command, "out": str(out)}
+        for s in drawn
+    ]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(used_seeds(path) + record, indent=1) + "\n", encoding="utf-8")
+    return drawn
+
+
+def parse_seeds(text: str) -> list[int]:
+    """``tuning`` or a comma-separated list of seeds."""
+    return list(TUNING_SEEDS) if text == "tuning" else [int(s) for s in text.split(",") if s.strip()]
+
+
+# --- the systems ----------------------------------------------------------------------------------
+
+
+def make_tools(world: World) -> list[BaseTool]:
+    """Knowledge search over the world's files (the hand-written eval's settings) and the calculator."""
+    return [
+        KnowledgeBaseTool.from_documents(world.documents(), **hand_written.KNOWLEDGE_SETTINGS),
+        calculator,
+    ]
+
+
+def run_explicit(model: Any, tools: list[BaseTool], question: str, max_iterations: int) -> dict[str, Any]:
+    """One question through ``ExplicitReActAgent``."""
+    return hand_written.run_explicit(
+        model, question, max_iterations, tools=tools, observation_chars=OBSERVATION_CHARS
+    )
+
+
+def run_classic(model: Any, tools: list[BaseTool], question: str, max_iterations: int) -> dict[str, Any]:
+    """One question through langchain_classic's ``create_react_agent`` + ``AgentExecutor`` (hub prompt)."""
+    return hand_written.run_classic(
+        model, question, max_iterations, tools=tools, observation_chars=OBSERVATION_CHARS
+    )
+
+
+def run_minimal_loop(model: Any, tools: list[BaseTool], question: str, max_iterations: int) -> dict[str, Any]:
+    """One question through the minimal baseline loop (``bench/minimal_react.py``)."""
+    usage = hand_written.UsageCounter()
+    result = run_minimal(model, tools, question, max_iterations, config={"callbacks": [usage]})
+    return {
+        "answer": result["answer"],
+        "stop_reason": result["stop_reason"],
+        "steps": len(result["steps"]),
+        "limit_reached": result["stop_reason"] == "max_iterations",
+        "llm_calls": usage.calls,
+        "tokens": {"input": usage.input_tokens, "output": usage.output_tokens},
+        "trace": [
+            {**step, "observation": step["observation"][:OBSERVATION_CHARS]} for step in result["steps"]
+        ],
+    }
+
+
+SYSTEMS: dict[str, Callable[[Any, list[BaseTool], str, int], dict[str, Any]]] = {
+    "explicit": run_explicit,
+    "minimal": run_minimal_loop,
+    "classic": run_classic,
+}
+
+
+def tool_calls(record: dict[str, Any], tools: Sequence[BaseTool]) -> int:
+    """How many times a real tool ran (not parse errors, refusals, repeats or made-up tools)."""
+    names = {tool.name for tool in tools}
+    return sum(step["action"] in names and step.get("error") not in _NOT_RUN for step in record["trace"])
+
+
+# --- the run --------------------------------------------------------------------------------------
+
+
+def summarise(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Correct answers, per kind and overall; the failure classes; the mean cost per question."""
+    n = len(records)
+    if not n:
+        return {"questions": 0}
+
+    def mean(values: Sequence[float], digits: int = 1) -> float:
+        return round(sum(values) / len(values), digits)
+
+    per_kind = {}
+    for kind in KINDS:
+        of_kind = [r for r in records if r["kind"] == kind]
+        if of_kind:
+            per_kind[kind] = {"correct": sum(r["correct"] for r in of_kind), "questions": len(of_kind)}
+    return {
+        "questions": n,
+        "correct": sum(r["correct"] for r in records),
+        "success_rate": round(sum(r["correct"] for r in records) / n, 3),
+        "per_kind": per_kind,
+        "failures": {name: sum(r["failure"] == name for r in records) for name in FAILURES},
+        "limit_reached": sum(r["limit_reached"] for r in records),
+        "mean_prompt_tokens": mean([r["tokens"]["input"] for r in records], 0),
+        "mean_generated_tokens": mean([r["tokens"]["output"] for r in records]),
+        "mean_seconds": mean([r["seconds"] for r in records]),
+        "mean_llm_calls": mean([r["llm_calls"] for r in records], 2),
+        "mean_tool_calls": mean([r["tool_calls"] for r in records], 2),
+        "mean_minimal_tool_calls": mean([r["minimal_tool_calls"] for r in records], 2),
+    }
+
+
+def run(args: argparse.Namespace, seeds: Sequence[int], command: str) -> dict[str, Any]:
+    """Every sampled question of every seed through every system; the JSON rewritten after each."""
+    systems = args.systems.split(",")
+    started = time.perf_counter()
+    shared_model = (
+        None
+        if args.model == "ideal"
+        else hand_written.make_model(args.model, args.max_tokens, args.n_ctx, [])
+    )
+    report: dict[str, Any] = {
+        "command": command,
+        "commit": _commit(),
+        "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "model": args.model,
+        "seeds": list(seeds),
+        "tuning_seeds": list(TUNING_SEEDS),
+        "fresh": bool(args.fresh),
+        "settings": {
+            "per_kind": args.per_kind,
+            "max_iterations": args.max_iterations,
+            "max_tokens": args.max_tokens,
+            "n_ctx": args.n_ctx,
+            "temperature": 0.0,
+            "systems": systems,
+            "knowledge": hand_written.KNOWLEDGE_SETTINGS,
+            "fresh_context": True,
+        },
+        "model_load_seconds": round(time.perf_counter() - started, 2),
+        "failure_classes": FAILURES,
+        "summary": {},
+        "records": {name: [] for name in systems},
+    }
+    for seed in seeds:
+        world = World.generate(seed)
+        tools = make_tools(world)
+        for question in sample(world.questions, args.per_kind, seed):
+            for name in systems:  # interleaved: every system sees the same machine load
+                model = shared_model or ScriptedChatModel(ideal_replies(question))
+                hand_written.fresh_context(model)
+                began = time.perf_counter()
+                record = SYSTEMS[name](model, tools, question.question, args.max_iterations)
+                record = {
+                    "id": question.id,
+                    "seed": seed,
+                    "kind": question.kind,
+                    "op": question.op,
+                    "question": question.question,
+                    "expected": question.answer,
+                    "correct": check(question, record["answer"]),
+                    "seconds": round(time.perf_counter() - began, 2),
+                    "tool_calls": tool_calls(record, tools),
+                    "minimal_tool_calls": len(question.plan),
+                    **record,
+                }
+                record["failure"] = classify(question, record, world)
+                report["records"][name].append(record)
+                report["summary"] = {system: summarise(recs) for system, recs in report["records"].items()}
+                hand_written.write_json(args.out, report)
+                mark = "ok " if record["correct"] else "BAD"
+                print(
+                    f"{question.id:24} {name:8} {mark} {record['seconds']:6.1f}s calls={record['llm_calls']} "
+                    f"tools={record['tool_calls']}/{record['minimal_tool_calls']} "
+                    f"{record['failure'] or '':15} answer={record['answer'][:70]!r}",
+                    flush=True,
+                )
+    return report
+
+
+def _commit() -> str:
+    try:
+        return subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True, cwd=HERE
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+
+
+def print_summary(report: dict[str, Any]) -> None:
+    """The tables (Markdown): correct per kind, failure classes, cost per question."""
+    summary = report["summary"]
+    names = list(summary)
+    header = "| | " + " | ".join(names) + " |\n|---|" + "---|" * len(names)
+    print(f"\nmodel {report['model']}, seeds {report['seeds']}, command: {report['command']}\n")
+    print(header)
+    for kind in KINDS:
+        cells = (summary[n]["per_kind"].get(kind, {}) for n in names)
+        print(
+            f"| {kind} | "
+            + " | ".join(f"{c.get('correct', '')}/{c.get('questions', '')}" for c in cells)
+            + " |"
+        )
+    print(
+        "| **all** | "
+        + " | ".join(f"**{summary[n]['correct']}/{summary[n]['questions']}**" for n in names)
+        + " |"
+    )
+    print("\n" + header)
+    for failure in FAILURES:
+        print(
+            f"| wrong: {failure} | " + " | ".join(str(summary[n]["failures"][failure]) for n in names) + " |"
+        )
+    print("\n" + header)
+    for key in (
+        "mean_prompt_tokens",
+        "mean_generated_tokens",
+        "mean_seconds",
+        "mean_llm_calls",
+        "mean_tool_calls",
+        "mean_minimal_tool_calls",
+        "limit_reached",
+    ):
+        print(f"| {key} | " + " | ".join(str(summary[n][key]) for n in names) + " |")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", default="local:qwen", help="a load_model name, or 'ideal'")
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument("--seeds", help="'tuning' or a comma-separated list (e.g. to repeat a report)")
+    which.add_argument("--fresh", type=int, help="draw this many never-used seeds and record them")
+    parser.add_argument("--per-kind", type=int, default=3, help="questions of each kind per seed")
+    parser.add_argument(
+        "--systems", default=",".join(SYSTEMS), help=f"a comma-separated list of: {', '.join(SYSTEMS)}"
+    )
+    parser.add_argument("--max-iterations", type=int, default=6)
+    parser.add_argument("--max-tokens", type=int, default=256)
+    parser.add_argument("--n-ctx", type=int, default=4096)
+    parser.add_argument(
+        "--out", type=Path, default=None, help="default: bench/results/generated_<model>_<seeds>.json"
+    )
+    args = parser.parse_args(argv)
+    if unknown := set(args.systems.split(",")) - set(SYSTEMS):
+        parser.error(f"unknown system(s): {', '.join(sorted(unknown))}")
+    model_slug = re.sub(r"[^a-z0-9]+", "_", args.model.lower()).strip("_")
+    stamp = datetime.now(UTC).strftime("%Y%m%d_%H%M")
+    if args.out is None:
+        label = (
+            "fresh_" + stamp
+            if args.fresh
+            else ("tuning" if args.seeds == "tuning" else "seeds_" + args.seeds.replace(",", "_"))
+        )
+        args.out = RESULTS / f"generated_{model_slug}_{label}.json"
+    options = (
+        f"--model {args.model} --per-kind {args.per_kind} --systems {args.systems} "
+        f"--max-iterations {args.max_iterations} --max-tokens {args.max_tokens} --n-ctx {args.n_ctx}"
+    )
+    if args.fresh:
+        seeds = draw_fresh_seeds(
+            args.fresh, f"python bench/eval/generated.py --fresh {args.fresh} {options}", args.out
+        )
+    else:
+        seeds = parse_seeds(args.seeds)
+    out = Path(os.path.relpath(args.out.resolve(), HERE.parents[1]))
+    command = f"python bench/eval/generated.py --seeds {','.join(map(str, seeds))} {options} --out {shlex.quote(str(out))}"
+    report = run(args, seeds, command)
+    print_summary(report)
+    print(f"\nwrote {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
