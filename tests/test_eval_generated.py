@@ -4,6 +4,7 @@ number of steps (the "no regression for a strong model" check)."""
 
 from __future__ import annotations
 
+import json
 import sys
 from collections import Counter
 from functools import cache
@@ -20,7 +21,10 @@ EVAL = Path(__file__).resolve().parents[1] / "bench" / "eval"
 sys.path.insert(0, str(EVAL))
 
 import answers  # noqa: E402
+import failures  # noqa: E402
+import generated  # noqa: E402
 import worlds  # noqa: E402
+from minimal_react import run_minimal  # noqa: E402
 
 SEED = worlds.TUNING_SEEDS[0]
 
@@ -161,9 +165,11 @@ def test_check(fields: dict[str, Any], reply: str, right: bool) -> None:
 # --- the ideal model through the real agent ---------------------------------------------------------
 
 
-def retrieval_misses(w: worlds.World) -> dict[str, list[str]]:
+@cache
+def retrieval_misses(seed: int = SEED) -> dict[str, list[str]]:
     """The planned searches whose results (from the knowledge tool alone) do not show a fact they
     were planned to find, by question id."""
+    w = world(seed)
     tool = knowledge(w)
     missed: dict[str, list[str]] = {}
     for q in w.questions:
@@ -182,7 +188,7 @@ def test_an_ideal_model_answers_every_question_in_the_minimal_steps() -> None:
     test below) are left out here, and must fail: the agent may not make up a fact it never saw."""
     w = world()
     tools = [knowledge(w), calculator]
-    misses = retrieval_misses(w)
+    misses = retrieval_misses()
     failures, failed_misses = [], []
     for q in w.questions:
         model = ScriptedChatModel(worlds.ideal_replies(q))
@@ -220,4 +226,113 @@ def test_an_ideal_model_answers_every_question_in_the_minimal_steps() -> None:
     "paragraphs and the T6's weight (docs/benchmarks.md, generated evaluation)",
 )
 def test_knowledge_search_returns_every_planned_fact() -> None:
-    assert retrieval_misses(world()) == {}
+    assert retrieval_misses() == {}
+
+
+# --- failure classes --------------------------------------------------------------------------------
+
+
+def first(kind: str, op: str | None = None) -> worlds.Question:
+    return next(
+        q
+        for q in world().questions
+        if q.kind == kind and op in (None, q.op) and q.id not in retrieval_misses()
+    )
+
+
+def ideal_trace(q: worlds.Question, calculation: str | None = None) -> list[dict[str, Any]]:
+    """The searches of ``q``'s plan with their real results, then ``calculation`` if given."""
+    tool = knowledge(world())
+    trace: list[dict[str, Any]] = [
+        {"action": c.tool, "input": c.input, "observation": tool.invoke(c.input)}
+        for c in q.plan
+        if c.tool == "knowledge_search"
+    ]
+    if calculation is not None:
+        trace.append(
+            {"action": "calculator", "input": calculation, "observation": str(calculator.invoke(calculation))}
+        )
+    return trace
+
+
+def record(answer: str, trace: list[dict[str, Any]], limit: bool = False) -> dict[str, Any]:
+    return {"answer": answer, "trace": trace, "limit_reached": limit}
+
+
+def test_failure_classes() -> None:
+    w = world()
+    price = first("lookup", "price")
+    assert failures.classify(price, record(worlds.answer_text(price), ideal_trace(price)), w) is None
+    assert failures.classify(price, record("12", ideal_trace(price), limit=True), w) == "limit"
+    assert failures.classify(price, record("The files do not say.", ideal_trace(price)), w) == "gave_up"
+    assert failures.classify(price, record("1000 dollars", []), w) == "never_looked_up"
+    other = next(f for f in w.facts.values() if f.attribute == "price" and f.subject != price.facts[0][0])
+    assert failures.classify(price, record(f"{other.value} dollars", ideal_trace(price)), w) == "wrong_fact"
+
+    difference = first("two_lookups", "difference")
+    a, b = (w.value(*key) for key in difference.facts)
+    trace = ideal_trace(difference, f"{a} + {b}")
+    assert failures.classify(difference, record(f"{a + b}", trace), w) == "wrong_formula"
+    assert failures.classify(difference, record(f"{a - b + 3}", ideal_trace(difference)), w) == "arithmetic"
+    trace = ideal_trace(difference, f"{a} - {b}")
+    assert failures.classify(difference, record(f"{a - b + 3}", trace), w) == "arithmetic"  # copied wrongly
+
+    comparison = first("comparison")
+    backwards = f"The {comparison.rival} is ahead of the {comparison.answer}."
+    assert failures.classify(comparison, record(backwards, ideal_trace(comparison)), w) == "wrong_formula"
+
+    missing = first("not_in_files")
+    assert failures.classify(missing, record("It is 40.", ideal_trace(missing)), w) == "wrong_fact"
+    assert failures.classify(missing, record("The files do not say.", ideal_trace(missing)), w) is None
+
+
+# --- the runner and the baseline loop ---------------------------------------------------------------
+
+
+def test_the_runner_scores_the_ideal_model_on_every_system(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "generated.json"
+    assert generated.main(["--model", "ideal", "--seeds", "2", "--per-kind", "1", "--out", str(out)]) == 0
+    report = json.loads(out.read_text(encoding="utf-8"))
+    assert report["seeds"] == [2] and not report["fresh"]
+    assert "--seeds 2 " in report["command"] and "--per-kind 1 " in report["command"]
+    for system in ("explicit", "minimal", "classic"):
+        records = report["records"][system]
+        assert sorted(r["kind"] for r in records) == sorted(worlds.KINDS)
+        assert all(r["correct"] and r["failure"] is None for r in records), system
+        assert all(r["tool_calls"] == r["minimal_tool_calls"] == r["llm_calls"] - 1 for r in records), system
+        summary = report["summary"][system]
+        assert summary["correct"] == summary["questions"] == len(worlds.KINDS)
+        assert summary["mean_prompt_tokens"] > 0 and summary["mean_generated_tokens"] > 0
+    assert "| **all** | **7/7** | **7/7** | **7/7** |" in capsys.readouterr().out
+
+
+def test_fresh_seeds_are_never_tuning_seeds_nor_drawn_twice(tmp_path: Path) -> None:
+    used = tmp_path / "used_seeds.json"
+    first_draw = generated.draw_fresh_seeds(2, "cmd one", tmp_path / "a.json", used)
+    second_draw = generated.draw_fresh_seeds(1, "cmd two", tmp_path / "b.json", used)
+    assert len(set(first_draw + second_draw)) == 3
+    assert not set(first_draw + second_draw) & set(worlds.TUNING_SEEDS)
+    recorded = generated.used_seeds(used)
+    assert [e["seed"] for e in recorded] == first_draw + second_draw
+    assert [e["command"] for e in recorded] == ["cmd one", "cmd one", "cmd two"]
+
+
+def test_the_minimal_loop() -> None:
+    tools = [knowledge(world()), calculator]
+    model = ScriptedChatModel(
+        [
+            "Thought: look\nAction: calculator\nAction Input: 2 + 3",
+            "Thought: oops\nAction: web_search\nAction Input: x",
+            "Final Answer: 5",
+        ]
+    )
+    result = run_minimal(model, tools, "What is 2 + 3?")
+    assert result["answer"] == "5" and result["stop_reason"] == "success"
+    assert result["steps"][0]["observation"] == "5"
+    assert "Unknown tool 'web_search'" in result["steps"][1]["observation"]
+    assert "Observation: 5" in model.calls[1].prompt
+    assert run_minimal(ScriptedChatModel(["just 5"]), tools, "?")["answer"] == "just 5"
+    looping = ScriptedChatModel(["Action: calculator\nAction Input: 1 + 1"] * 2)
+    assert run_minimal(looping, tools, "?", max_iterations=2)["stop_reason"] == "max_iterations"
