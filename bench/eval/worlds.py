@@ -389,7 +389,7 @@ TEMPLATES: dict[str, tuple[str, ...]] = {
         "One {s} buys {v} at the usual exchange rate.",
     ),
     # distractors
-    "kind": ("{S} is {v}.", "{S} is {v} made for everyday use."),
+    "kind": ("{S} is {v}.", "{S} is {v} built for everyday use."),
     "warranty": ("{S} comes with a {v}-year warranty.", "A warranty of {v} years covers {s}."),
     "colour": ("{S} is sold in {v}.", "The usual colour of {s} is {v}."),
     "offices": ("{S} runs {v} offices.", "{S} has {v} offices in the region."),
