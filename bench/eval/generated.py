@@ -184,10 +184,11 @@ def run(args: argparse.Namespace, seeds: Sequence[int], command: str) -> dict[st
     """Every sampled question of every seed through every system; the JSON rewritten after each."""
     systems = args.systems.split(",")
     started = time.perf_counter()
+    options = {"n_threads": args.threads} if args.threads else {}
     shared_model = (
         None
         if args.model == "ideal"
-        else hand_written.make_model(args.model, args.max_tokens, args.n_ctx, [])
+        else hand_written.make_model(args.model, args.max_tokens, args.n_ctx, [], **options)
     )
     report: dict[str, Any] = {
         "command": command,
@@ -202,6 +203,7 @@ def run(args: argparse.Namespace, seeds: Sequence[int], command: str) -> dict[st
             "max_iterations": args.max_iterations,
             "max_tokens": args.max_tokens,
             "n_ctx": args.n_ctx,
+            "threads": args.threads or os.cpu_count(),
             "temperature": 0.0,
             "systems": systems,
             "knowledge": hand_written.KNOWLEDGE_SETTINGS,
@@ -308,6 +310,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--max-tokens", type=int, default=256)
     parser.add_argument("--n-ctx", type=int, default=4096)
     parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="llama.cpp threads (default: all cores; 1 on a busy machine)",
+    )
+    parser.add_argument(
         "--out", type=Path, default=None, help="default: bench/results/generated_<model>_<seeds>.json"
     )
     args = parser.parse_args(argv)
@@ -325,6 +333,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     options = (
         f"--model {args.model} --per-kind {args.per_kind} --systems {args.systems} "
         f"--max-iterations {args.max_iterations} --max-tokens {args.max_tokens} --n-ctx {args.n_ctx}"
+        + (f" --threads {args.threads}" if args.threads else "")
     )
     if args.fresh:
         seeds = draw_fresh_seeds(

@@ -144,13 +144,16 @@ class AnswerKeyModel(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=message)])
 
 
-def make_model(name: str, max_tokens: int, n_ctx: int, questions: Sequence[dict[str, Any]]) -> Any:
-    """The named model (``explicit_react.models.load_model``), or ``AnswerKeyModel`` for ``scripted``."""
+def make_model(
+    name: str, max_tokens: int, n_ctx: int, questions: Sequence[dict[str, Any]], **options: Any
+) -> Any:
+    """The named model (``explicit_react.models.load_model``, with ``options``), or
+    ``AnswerKeyModel`` for ``scripted``."""
     if name == "scripted":
         return AnswerKeyModel(answers={q["question"]: str(q["answer"]) for q in questions})
     from explicit_react.models import load_model
 
-    return load_model(name, max_tokens=max_tokens, n_ctx=n_ctx, temperature=0.0)
+    return load_model(name, max_tokens=max_tokens, n_ctx=n_ctx, temperature=0.0, **options)
 
 
 # --- the two frameworks -------------------------------------------------------------------------
