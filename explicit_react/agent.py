@@ -11,7 +11,7 @@ are data (``AgentResult.stop_reason``), never exceptions.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Collection, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -273,6 +273,8 @@ class ExplicitReActAgent(Runnable[AgentInput, dict[str, Any]]):
             verdict = run.guard.check_unknown(len(run.steps) + 1, action.tool, action.tool_input, unknown)
             return Acted(ToolOutcome(verdict.observation, error=verdict.error), action.tool, verdict.stop)
         verdict = run.guard.check(tool, action.tool_input)
+        if verdict.error == "tool_denied":  # the same answer as a made-up name: a refusal reveals nothing
+            verdict = replace(verdict, observation=self.executor.unknown_tool_observation(action.tool))
         if verdict.run and in_run and (self.executor.tools[tool].metadata or {}).get(SOURCED_NUMBERS):
             verdict = run.guard.check_sources(tool, action.tool_input, run.sources()) or verdict
         if verdict.run:

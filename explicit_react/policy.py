@@ -143,11 +143,12 @@ class RunGuard:
     def check(self, tool: str, tool_input: ToolInput) -> Verdict:
         """May ``tool`` run with ``tool_input`` now? (``tool`` is the resolved, real tool name.)"""
         if self.allowed_tools is not None and tool not in self.allowed_tools:
+            # Worded as for a tool that does not exist, so a refusal reveals nothing; the agent
+            # replaces it with its unknown-tool observation for the name as the model wrote it.
             self._denied_warnings += 1
-            allowed = ", ".join(sorted(self.allowed_tools)) or "none"
             return Verdict(
                 run=False,
-                observation=f"Error: the tool {tool!r} is not allowed here. Allowed tools: {allowed}.",
+                observation=f"Error: there is no tool named {tool!r}.",
                 error="tool_denied",
                 stop=StopReason.TOOL_DENIED if self._denied_warnings > 1 else None,
             )

@@ -171,7 +171,7 @@ def test_guardrail_options_reach_the_agent(tmp_path: Path, capsys: Any) -> None:
     data = json.loads(capsys.readouterr().out)
     assert code == 0
     assert data["steps"][0]["error"] == "tool_denied"
-    assert "not allowed" in data["steps"][0]["observation"]
+    assert data["steps"][0]["observation"].startswith("Error: there is no tool named 'calculator'")
 
 
 def test_tool_call_budget(tmp_path: Path, capsys: Any) -> None:

@@ -91,7 +91,7 @@ def test_quickstart_says_it_is_offline() -> None:
 def test_refund_support_stops_for_the_right_reasons() -> None:
     out = run_example(ROOT / "examples" / "refund_support.py", []).stdout
     assert "Fact finding: stop_reason=success success=True" in out
-    assert "is not allowed here" in out
+    assert "Error: there is no tool named 'issue_refund'" in out
     assert "Refunded" not in out
 
 

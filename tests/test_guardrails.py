@@ -216,7 +216,7 @@ def test_allowlist_hides_other_tools_denies_them_then_stops() -> None:
     result = agent.run("Refund A1")
     assert "- refund:" not in model.calls[0].prompt and "- search:" in model.calls[0].prompt
     assert result.steps[0].error == "tool_denied"
-    assert "not allowed" in result.steps[0].observation
+    assert result.steps[0].observation == agent.executor.unknown_tool_observation("refund")
     assert result.stop_reason is StopReason.TOOL_DENIED
     assert result.answer == "I cannot refund here."
 
@@ -425,3 +425,21 @@ def test_the_check_is_made_in_async_runs_and_not_by_act_alone() -> None:
     # act() on its own has no question or results to check against, so it runs the call.
     turn = ExplicitReActAgent(ScriptedChatModel([action("calculator", "100 - 50")]), [calculator]).think("q")
     assert agent.act(turn).outcome.observation == "50"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("asked", ["refund", "REFUND", "re-fund"])
+def test_a_denied_tool_gets_the_answer_a_made_up_tool_gets(asked: str) -> None:
+    @tool
+    def refund(order: str) -> str:
+        """Issue a refund."""
+        raise AssertionError("must never run")
+
+    def first_observation(name: str) -> str:
+        model = ScriptedChatModel([action(name, "A1"), final("no")])
+        agent = ExplicitReActAgent(model, [search, refund], allowed_tools={"search"})
+        return agent.run("Refund A1").steps[0].observation
+
+    denied, made_up = first_observation(asked), first_observation(asked + "x")
+    assert denied == made_up.replace(repr(asked + "x"), repr(asked))
+    assert "refund" not in denied.replace(repr(asked), "").lower()
+    assert "search" in denied

@@ -20,6 +20,7 @@ Number = int | float
 
 MAX_EXPRESSION_CHARS = 1_000
 MAX_INT_BITS = 4_000  # about 1,200 decimal digits: far beyond any real answer, still instant to compute
+MAX_ROUND_DIGITS = 1_300  # round(x, n) computes 10 ** abs(n) inside CPython: keep that power small
 
 _BINARY_OPERATORS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Add: operator.add,
@@ -49,7 +50,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "floor": math.floor,
     "ceil": math.ceil,
     "abs": abs,
-    "round": round,
+    "round": lambda value, digits=None: round(value, _round_digits(digits)),
     "min": min,
     "max": max,
     "sum": lambda *values: sum(values),  # sum(140, 65, 38), as models write it
@@ -249,6 +250,18 @@ def _check_power(base: Number, exponent: Number) -> None:
     integers = isinstance(base, int) and isinstance(exponent, int)
     if integers and exponent > 0 and abs(base) > 1 and exponent * math.log2(abs(base)) > MAX_INT_BITS:
         raise CalculationError("result too large (the power has more than about 1,200 digits)")
+
+
+def _round_digits(digits: Number | None) -> int | None:
+    """``round``'s second argument, refused when CPython would compute a huge power of ten for it
+    (``round(1, -10**9)`` ran for minutes, holding the GIL, where no timeout can stop it)."""
+    if digits is None:
+        return None
+    if not isinstance(digits, int):
+        raise CalculationError("round()'s second argument must be a whole number of digits")
+    if abs(digits) > MAX_ROUND_DIGITS:
+        raise CalculationError(f"round() to more than {MAX_ROUND_DIGITS:,} digits is not supported")
+    return digits
 
 
 def _checked(value: Number) -> Number:

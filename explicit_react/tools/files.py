@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import re2
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
@@ -97,10 +97,7 @@ class Workspace:
         """Lines containing ``pattern`` as ``file:line: text``."""
         if not pattern:
             raise tool_error("empty pattern; give the text to search for")
-        try:
-            matcher = re.compile(pattern if is_regex else re.escape(pattern))
-        except re.error as exc:
-            raise tool_error(f"invalid regular expression {pattern!r}: {exc}") from None
+        matcher = _linear_time_regex(pattern, literal=not is_regex)
         start = self._existing(path)
         matches: list[str] = []
         for file in self.files_under(start):
@@ -175,6 +172,22 @@ class Workspace:
         if _is_binary(real):
             raise tool_error(f"{path!r} is a binary file")
         return real
+
+
+def _linear_time_regex(pattern: str, *, literal: bool = False) -> Any:
+    """``pattern`` compiled by RE2, whose matching time grows linearly with the text: Python's ``re``
+    backtracks, and ``(=+)+#`` over a line of ``=`` ran for hours holding the GIL, where no timeout
+    can stop it. RE2 has no backreferences or lookaround; such a pattern gets a clear refusal."""
+    options = re2.Options()
+    options.log_errors = False  # the error goes to the model, not to stderr
+    options.literal = literal
+    try:
+        return re2.compile(pattern, options)
+    except re2.error as exc:
+        reason = exc.args[0].decode(errors="replace") if exc.args and isinstance(exc.args[0], bytes) else exc
+        raise tool_error(
+            f"invalid regular expression {pattern!r}: {reason} (RE2 syntax: no backreferences or lookaround)"
+        ) from None
 
 
 def _open_text(path: Path) -> Any:
