@@ -12,6 +12,18 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 
+_abandoned: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar(
+    "explicit_react_abandoned", default=None
+)
+
+
+def abandoned() -> threading.Event | None:
+    """Inside a call run by ``call_with_timeout``: an event set when the caller stops waiting for it
+    (its timeout fired). A tool that starts processes watches it to stop them at once instead of
+    running on unseen. ``None`` outside such a call."""
+    return _abandoned.get()
+
+
 class DeadlineExceeded(TimeoutError):
     """The run's ``max_seconds`` budget ran out while a call was in progress."""
 
@@ -57,8 +69,9 @@ def call_with_timeout(fn: Callable[[], T], timeout: float | None) -> T:
     if timeout is None:
         return fn()
     outcome: dict[str, Any] = {}
-    finished = threading.Event()
+    finished, given_up = threading.Event(), threading.Event()
     context = contextvars.copy_context()
+    context.run(_abandoned.set, given_up)
 
     def target() -> None:
         try:
@@ -70,6 +83,7 @@ def call_with_timeout(fn: Callable[[], T], timeout: float | None) -> T:
 
     threading.Thread(target=target, daemon=True, name="explicit-react-call").start()
     if not finished.wait(max(timeout, 0.0)):
+        given_up.set()
         raise TimeoutError(f"no reply after {timeout:.1f} s")
     if "error" in outcome:
         raise outcome["error"]

@@ -5,28 +5,46 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+import uuid
+import warnings
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from explicit_react.tools import PythonREPLTool
 from explicit_react.tools.python import sandbox_environment, strip_code_fence
 
-FAST = PythonREPLTool(timeout=5)
+
+def python_tool(**settings: Any) -> PythonREPLTool:
+    """The tool, isolated where this machine allows it and unisolated elsewhere: these tests check
+    what it does for every user (tests/test_security.py checks the isolation itself)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return PythonREPLTool(allow_unisolated=True, **settings)
 
 
-def _gone(pid: int, within: float = 3.0) -> bool:
-    """True once ``pid`` no longer runs (a zombie waiting to be reaped counts as gone)."""
+FAST = python_tool(timeout=5)
+
+
+def running_with(marker: str, within: float = 3.0) -> list[int]:
+    """PIDs (as this machine sees them) of processes whose command line holds ``marker``, once
+    none is left or ``within`` seconds have passed; zombies waiting to be reaped do not count."""
     deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (FileNotFoundError, ProcessLookupError):
-            return True
-        if state in {"Z", "X"}:
-            return True
+    while True:
+        found = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit() or int(entry.name) == os.getpid():
+                continue
+            try:
+                alive = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] not in {"Z", "X"}
+                if alive and marker.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+        if not found or time.monotonic() > deadline:
+            return found
         time.sleep(0.05)
-    return False
 
 
 def test_prints_stdout_and_the_final_expression() -> None:
@@ -81,7 +99,7 @@ def test_secrets_do_not_reach_the_child(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setenv("MY_SECRET_THING", "classified")
     monkeypatch.setenv("HARMLESS_BUT_UNNEEDED", "visible?")
     parent_env = dict(os.environ)
-    tool = PythonREPLTool(timeout=5, extra_env={"GREETING": "hi", "EXTRA_TOKEN": "leak"})
+    tool = python_tool(timeout=5, extra_env={"GREETING": "hi", "EXTRA_TOKEN": "leak"})
     observation = tool.invoke("import os\nprint(dict(os.environ))")
     for secret in ("sk-fake-123456", "ghp_faketoken", "hunter2", "classified", "leak", "visible?"):
         assert secret not in observation
@@ -101,50 +119,58 @@ def test_sandbox_environment_keeps_only_what_python_needs(monkeypatch: pytest.Mo
 
 def test_infinite_loop_is_killed_at_the_timeout() -> None:
     started = time.monotonic()
-    observation = PythonREPLTool(timeout=1).invoke("print('started', flush=True)\nwhile True:\n    pass")
+    observation = python_tool(timeout=1).invoke("print('started', flush=True)\nwhile True:\n    pass")
     assert observation.startswith("Error: timed out after 1s; the process and its children were killed")
     assert "started" in observation
     assert time.monotonic() - started < 3
 
 
 def test_memory_bomb_is_stopped_by_the_limit() -> None:
-    tool = PythonREPLTool(timeout=5, memory_limit_mb=200)
+    tool = python_tool(timeout=5, memory_limit_mb=200)
     observation = tool.invoke("chunks = []\nwhile True:\n    chunks.append(bytearray(50 * 1024 * 1024))")
     assert observation.startswith("Error: MemoryError (the memory limit is 200 MB)")
 
 
-def test_children_are_killed_with_the_process_group_on_timeout() -> None:
-    code = (
+def sleepers(marker: str) -> str:
+    """Code that starts a child process and a forked copy, both sleeping, named by ``marker``."""
+    return (
         "import os, subprocess, sys, time\n"
-        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
-        "pid = os.fork()\n"
-        "if pid == 0:\n"
-        "    time.sleep(60)\n"
-        "print(child.pid, pid, flush=True)\n"
-        "time.sleep(60)\n"
+        f"child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)', '{marker}'],\n"
+        "                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+        "if os.fork() == 0:\n"
+        f"    os.execv(sys.executable, [sys.executable, '-c', 'import time; time.sleep(60)', '{marker}'])\n"
+        "time.sleep(0.5)\n"
+        "print('started', flush=True)\n"
     )
-    observation = PythonREPLTool(timeout=1.5).invoke(code)
+
+
+def test_children_are_killed_on_timeout() -> None:
+    marker = f"sleeper-{uuid.uuid4().hex}"
+    observation = python_tool(timeout=1.5).invoke(sleepers(marker) + "time.sleep(60)\n")
     assert observation.startswith("Error: timed out")
-    pids = [int(pid) for pid in observation.splitlines()[1].split()]
-    assert len(pids) == 2
-    assert all(_gone(pid) for pid in pids)
+    assert "started" in observation
+    assert running_with(marker) == []
 
 
 def test_background_children_do_not_outlive_a_successful_run() -> None:
-    code = (
-        "import subprocess, sys\n"
-        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'],\n"
-        "                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
-        "print(child.pid)\n"
-    )
-    observation = FAST.invoke(code)
-    assert _gone(int(observation))
+    marker = f"sleeper-{uuid.uuid4().hex}"
+    assert FAST.invoke(sleepers(marker)) == "started"
+    assert running_with(marker) == []
 
 
 def test_output_is_cut_to_the_maximum_size() -> None:
-    observation = PythonREPLTool(timeout=5, max_output_chars=200).invoke("print('x' * 100_000)")
-    assert observation.startswith("x" * 200 + "\n[... output cut at 200 characters of 100001 bytes]")
-    assert len(observation) < 300
+    observation = python_tool(timeout=5, max_output_chars=200).invoke("print('x' * 100_000)")
+    assert observation.startswith("x" * 150)
+    assert observation.endswith("\n[... output cut: 100,001 bytes in all]")
+    assert len(observation) == 200
+
+
+@pytest.mark.parametrize("limit", [100, 150, 400])
+def test_no_observation_is_longer_than_the_maximum(limit: int) -> None:
+    code = "import sys\nprint('o' * 10_000)\nprint('e' * 10_000, file=sys.stderr)\nraise ValueError('v' * 10_000)"
+    observation = python_tool(timeout=5, max_output_chars=limit).invoke(code)
+    assert observation.startswith("Error: ValueError")
+    assert len(observation) <= limit
 
 
 def test_input_reads_end_of_file_instead_of_hanging() -> None:
@@ -167,7 +193,7 @@ def test_the_parent_process_is_untouched(tmp_path: Path) -> None:
 def test_async_run_and_async_timeout() -> None:
     async def scenario() -> tuple[str, str]:
         ok = await FAST.ainvoke({"code": "print(sum(range(10)))"})
-        slow = await PythonREPLTool(timeout=0.5).ainvoke("import time\ntime.sleep(30)")
+        slow = await python_tool(timeout=0.5).ainvoke("import time\ntime.sleep(30)")
         return ok, slow
 
     ok, slow = asyncio.run(scenario())

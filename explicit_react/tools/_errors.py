@@ -24,3 +24,16 @@ def validation_error_observation(error: Any) -> str:
     except Exception:  # a pydantic v1 error or anything unexpected: fall back to its text
         problems = [str(error).splitlines()[0]]
     return f"{ERROR_PREFIX}invalid tool arguments ({'; '.join(problems)})"
+
+
+def checked_query(query: str, max_chars: int, what: str) -> str:
+    """``query`` stripped, or an ``Error:`` ToolException when it is empty or longer than
+    ``max_chars`` (a search query is a few words; a megabyte of it only costs time)."""
+    query = query.strip()
+    if not query:
+        raise tool_error(f"empty query; say what to {what}")
+    if len(query) > max_chars:
+        raise tool_error(
+            f"query too long ({len(query):,} characters, at most {max_chars:,}); search for a few key words"
+        )
+    return query

@@ -1,9 +1,10 @@
 """The runner script of the Python sandbox. It runs ONLY in the child process, never in the agent's.
 
-``python -I _python_child.py MEMORY_BYTES CPU_SECONDS FILE_BYTES`` sets its own resource limits,
+``python -I -c SOURCE MEMORY_BYTES CPU_SECONDS FILE_BYTES PROCESSES`` (SOURCE: this file's text;
+0 means no limit) sets its own resource limits,
 reads the code from stdin, runs it like a REPL cell (the repr of a final expression is printed)
 and exits 1 after printing the traceback of an uncaught exception. The agent process never
-imports this module; python.py only passes its path to the child interpreter.
+imports this module; python.py only passes its text to the child interpreter.
 """
 
 from __future__ import annotations
@@ -26,11 +27,14 @@ def _limit(kind: int, soft: int, hard: int | None = None) -> None:
 
 
 def main() -> int:
-    memory_bytes, cpu_seconds, file_bytes = (int(arg) for arg in sys.argv[1:4])
+    memory_bytes, cpu_seconds, file_bytes, processes = (int(arg) for arg in sys.argv[1:5])
     # Soft and hard limits are set together, so the code cannot raise them again.
     _limit(resource.RLIMIT_AS, memory_bytes)
     _limit(resource.RLIMIT_CPU, cpu_seconds, cpu_seconds + 1)  # SIGXCPU, then SIGKILL a second later
     _limit(resource.RLIMIT_FSIZE, file_bytes)
+    _limit(
+        resource.RLIMIT_NPROC, processes
+    )  # counts the user's processes: python.py gives 0 unless it is 'nobody'
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # no core dumps of a killed process
 
     source = sys.stdin.read()

@@ -4,18 +4,25 @@ Confinement: every path is relative to the root. Absolute paths and ``..`` are r
 and a path is resolved (following symlinks) and refused unless the result is still inside the
 root, so a symlink that leads outside cannot be read, listed, searched or written through. Not
 covered: another process swapping a checked path for a symlink between the check and the use.
+
+Files are never damaged: only regular files are opened (without blocking, so a FIFO or a device
+is refused, not waited on), edits keep every byte they do not replace (text that is not UTF-8 and
+CRLF line ends included), a file with a NUL byte anywhere is binary and refused, and every input
+has a size cap with a message that says so.
 """
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import re2
-from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, Field
 
 from explicit_react.tools._errors import tool_error, validation_error_observation
@@ -25,6 +32,10 @@ MAX_LINE_CHARS = 500
 MAX_MATCHES = 100
 MAX_FILES_LISTED = 200
 MAX_SEARCHED_FILE_BYTES = 2_000_000
+MAX_EDITED_FILE_BYTES = 10_000_000
+MAX_WRITTEN_CHARS = 10_000_000
+MAX_PATTERN_CHARS = 1_000
+LINE_READ_BYTES = 64 * 1024  # read_file holds at most this much of one line in memory
 SKIPPED_DIRECTORIES = frozenset({".git", ".hg", ".svn", "__pycache__", "node_modules", ".venv", "venv"})
 
 
@@ -47,7 +58,10 @@ class Workspace:
             raise tool_error(f"{path!r} is an absolute path; use a path relative to the workspace root")
         if ".." in candidate.parts:
             raise tool_error(f"{path!r} contains '..'; paths must stay inside the workspace root")
-        real = (self.root / candidate).resolve()
+        try:
+            real = (self.root / candidate).resolve()
+        except (RuntimeError, OSError):  # a symlink loop; its message names absolute paths
+            raise tool_error(f"{path!r} is a symlink loop") from None
         if not real.is_relative_to(self.root):
             raise tool_error(f"{path!r} leads outside the workspace root (through a symlink); refused")
         return real
@@ -64,7 +78,10 @@ class Workspace:
         for directory, subdirectories, names in os.walk(start):  # does not follow directory symlinks
             subdirectories[:] = sorted(d for d in subdirectories if d not in SKIPPED_DIRECTORIES)
             for name in sorted(names):
-                real = (Path(directory) / name).resolve()
+                try:
+                    real = (Path(directory) / name).resolve()
+                except (RuntimeError, OSError):  # a symlink loop: not a file, skipped
+                    continue
                 if real.is_relative_to(self.root) and real.is_file():
                     yield Path(directory) / name
 
@@ -78,18 +95,22 @@ class Workspace:
         last = end if end is not None else start + MAX_READ_LINES - 1
         last = min(last, start + MAX_READ_LINES - 1)
         shown: list[str] = []
-        total = 0
-        with _open_text(real) as handle:
-            for number, line in enumerate(handle, start=1):
+        total, more = 0, False
+        with _open_regular(real, os.O_RDONLY) as handle:
+            for number, line in _numbered_lines(handle):
+                if b"\x00" in line:
+                    raise tool_error(f"{path!r} is a binary file")
                 total = number
-                if start <= number <= last:
-                    shown.append(f"{number:>5}  {_clip_line(line.rstrip(chr(10)))}")
+                if number > last:
+                    more = True
+                    break
+                if number >= start:
+                    shown.append(f"{number:>5}  {_clip_line(_decoded(line).rstrip(chr(13) + chr(10)))}")
         if total == 0:
             return f"{self.relative(real)} is empty."
         if start > total:
             raise tool_error(f"{self.relative(real)} has only {total} lines; start={start} is past the end")
-        wanted_end = end if end is not None else total
-        if min(wanted_end, total) > last:
+        if more and (end is None or end > last):
             shown.append(f"[... showing {MAX_READ_LINES} lines; read again with start={last + 1} for more]")
         return "\n".join(shown)
 
@@ -97,21 +118,21 @@ class Workspace:
         """Lines containing ``pattern`` as ``file:line: text``."""
         if not pattern:
             raise tool_error("empty pattern; give the text to search for")
+        if len(pattern) > MAX_PATTERN_CHARS:
+            raise tool_error(f"pattern too long ({len(pattern):,} characters, at most {MAX_PATTERN_CHARS:,})")
         matcher = _linear_time_regex(pattern, literal=not is_regex)
         start = self._existing(path)
         matches: list[str] = []
         for file in self.files_under(start):
-            if file.stat().st_size > MAX_SEARCHED_FILE_BYTES or _is_binary(file):
+            data = _searchable_bytes(file)
+            if data is None:
                 continue
-            with _open_text(file) as handle:
-                for number, line in enumerate(handle, start=1):
-                    if matcher.search(line):
-                        if len(matches) == MAX_MATCHES:
-                            matches.append(
-                                f"[... more than {MAX_MATCHES} matches; narrow the pattern or path]"
-                            )
-                            return "\n".join(matches)
-                        matches.append(f"{self.relative(file)}:{number}: {_clip_line(line.strip())}")
+            for number, line in enumerate(_decoded(data).splitlines(), start=1):
+                if matcher.search(line):
+                    if len(matches) == MAX_MATCHES:
+                        matches.append(f"[... more than {MAX_MATCHES} matches; narrow the pattern or path]")
+                        return "\n".join(matches)
+                    matches.append(f"{self.relative(file)}:{number}: {_clip_line(line.strip())}")
         return "\n".join(matches) if matches else f"No matches for {pattern!r} in {path}."
 
     def search_files(self, glob: str = "*", dir: str = ".") -> str:
@@ -134,8 +155,13 @@ class Workspace:
         real = self.resolve(path)
         if real.is_dir():
             raise tool_error(f"{path!r} is a directory")
+        if len(content) > MAX_WRITTEN_CHARS:
+            raise tool_error(f"content too long ({len(content):,} characters, at most {MAX_WRITTEN_CHARS:,})")
+        data = _encoded(content)
         real.parent.mkdir(parents=True, exist_ok=True)
-        real.write_text(content, encoding="utf-8")
+        with _open_regular(real, os.O_WRONLY | os.O_CREAT) as handle:
+            handle.truncate(0)
+            handle.write(data)
         lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
         return f"Wrote {len(content)} characters ({lines} lines) to {self.relative(real)}."
 
@@ -144,8 +170,24 @@ class Workspace:
         real = self._existing_file(path)
         if not old:
             raise tool_error("`old` is empty; copy the exact text to replace from read_file")
-        with _open_text(real) as handle:
-            text = handle.read()
+        with _open_regular(real, os.O_RDWR) as handle:
+            data = handle.read(MAX_EDITED_FILE_BYTES + 1)
+            if len(data) > MAX_EDITED_FILE_BYTES:
+                raise tool_error(f"{path!r} is too large to edit (over {MAX_EDITED_FILE_BYTES:,} bytes)")
+            if b"\x00" in data:
+                raise tool_error(f"{path!r} is a binary file")
+            text = _decoded(data)
+            if "\r\n" in text and "\r\n" not in old and old not in text:
+                old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")  # as read_file showed it
+            self._check_once(real, text, old)
+            replaced = _encoded(text.replace(old, new, 1))
+            handle.seek(0)
+            handle.truncate(0)
+            handle.write(replaced)
+        return f"Edited {self.relative(real)} (1 replacement)."
+
+    def _check_once(self, real: Path, text: str, old: str) -> None:
+        """Refuse an edit whose ``old`` text is not in ``text`` exactly once."""
         count = text.count(old)
         if count == 0:
             raise tool_error(
@@ -156,8 +198,6 @@ class Workspace:
                 f"`old` text matches {count} places in {self.relative(real)}; "
                 "include more surrounding lines so it matches exactly once"
             )
-        real.write_text(text.replace(old, new, 1), encoding="utf-8")
-        return f"Edited {self.relative(real)} (1 replacement)."
 
     def _existing(self, path: str) -> Path:
         real = self.resolve(path)
@@ -169,8 +209,6 @@ class Workspace:
         real = self._existing(path)
         if not real.is_file():
             raise tool_error(f"{path!r} is not a file")
-        if _is_binary(real):
-            raise tool_error(f"{path!r} is a binary file")
         return real
 
 
@@ -190,13 +228,59 @@ def _linear_time_regex(pattern: str, *, literal: bool = False) -> Any:
         ) from None
 
 
-def _open_text(path: Path) -> Any:
-    return open(path, encoding="utf-8", errors="replace")
+def _open_regular(path: Path, flags: int) -> Any:
+    """``path`` opened unbuffered in binary mode, if it is a regular file; an ``Error:`` otherwise.
+
+    Opened with ``O_NONBLOCK``, so a FIFO or a device (which ``is_file`` checked moments ago, but
+    the path may have been swapped since) is refused at once instead of blocking the agent."""
+    not_regular = tool_error(f"{path.name!r} is not a regular file (a FIFO, a device or a socket)")
+    try:
+        descriptor = os.open(path, flags | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:  # a FIFO opened for writing with no reader
+            raise not_regular from None
+        raise
+    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+        os.close(descriptor)
+        raise not_regular
+    os.set_blocking(descriptor, True)
+    return open(descriptor, "r+b" if flags & (os.O_WRONLY | os.O_RDWR) else "rb", buffering=0)
 
 
-def _is_binary(path: Path) -> bool:
-    with open(path, "rb") as handle:
-        return b"\x00" in handle.read(8192)
+def _numbered_lines(handle: Any) -> Iterator[tuple[int, bytes]]:
+    """``(number, line)`` for each line; a line is cut at ``LINE_READ_BYTES`` (the rest is skipped
+    unread into memory), so one 300 MB line costs 64 KB, not 600 MB."""
+    number = 0
+    while piece := handle.readline(LINE_READ_BYTES):
+        number += 1
+        line = piece
+        while not piece.endswith(b"\n") and (piece := handle.readline(LINE_READ_BYTES)):
+            if b"\x00" in piece:
+                line += b"\x00"
+        yield number, line
+
+
+def _searchable_bytes(path: Path) -> bytes | None:
+    """The content of a text file small enough to search, or ``None`` (too large, binary, unreadable)."""
+    try:
+        with _open_regular(path, os.O_RDONLY) as handle:
+            data: bytes = handle.read(MAX_SEARCHED_FILE_BYTES + 1)
+    except (OSError, ToolException):
+        return None
+    return None if len(data) > MAX_SEARCHED_FILE_BYTES or b"\x00" in data else data
+
+
+def _decoded(data: bytes) -> str:
+    """UTF-8 text in which every byte that is not UTF-8 stands as a lone surrogate, so that
+    ``_encoded`` gives back exactly the same bytes (a Latin-1 ``é`` stays the byte 0xE9)."""
+    return data.decode("utf-8", "surrogateescape")
+
+
+def _encoded(text: str) -> bytes:
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        raise tool_error("the text holds a lone surrogate (an invalid character); write it as text") from None
 
 
 def _clip_line(line: str) -> str:

@@ -14,7 +14,7 @@ from langchain_core.callbacks import CallbackManagerForToolRun
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field, PrivateAttr
 
-from explicit_react.tools._errors import tool_error, validation_error_observation
+from explicit_react.tools._errors import checked_query, tool_error, validation_error_observation
 
 STOPWORDS = frozenset(
     {
@@ -154,6 +154,7 @@ class KnowledgeBaseTool(BaseTool):
 
     k: int = Field(default=3, ge=1, description="how many passages to return")
     passage_chars: int = Field(default=800, ge=100, description="longer documents are cut into passages")
+    max_query_chars: int = Field(default=1_000, ge=1, description="longer queries are refused")
     passages: list[Passage] = Field(default_factory=list)
     _index: Any = PrivateAttr(default=None)
     _passage_words: list[frozenset[str]] = PrivateAttr(default_factory=list)
@@ -239,8 +240,7 @@ class KnowledgeBaseTool(BaseTool):
         return [ranked[position] for position in chosen]
 
     def _run(self, query: str, run_manager: CallbackManagerForToolRun | None = None) -> str:
-        if not query.strip():
-            raise tool_error("empty query; say what to look up")
+        query = checked_query(query, self.max_query_chars, "look up")
         if not self.passages:
             raise tool_error("the knowledge base has no documents")
         results = self.search(query)

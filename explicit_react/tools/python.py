@@ -1,16 +1,18 @@
-"""The Python tool: runs code in a separate, resource-limited Python process, never in ours.
+"""The Python tool: runs code in a separate, resource-limited and isolated process, never in ours.
 
-What the sandbox does: a fresh child interpreter per call (``python -I``), its own process group
-(killed as a whole at the end, so forked children die too), a wall-clock ``timeout``, memory, CPU
-and file-size limits (``setrlimit``), a fresh temporary working directory that is deleted
-afterwards, an environment holding only what Python needs (nothing named like a secret), and output
-cut to ``max_output_chars``.
+On Linux with bubblewrap (``_sandbox.py``) the child runs in its own namespaces: it cannot see,
+signal or read the ``/proc`` of the agent or any other process, has no network unless
+``allow_network=True``, sees the filesystem read-only except its fresh working folder, runs as an
+unprivileged user, and a cgroup bounds the memory and the number of processes of everything it
+starts. Where that is not available the tool says so when it is created, and refuses to run code
+unless ``allow_unisolated=True`` (then the child runs as the agent's user, with only the limits
+below: treat that as no security boundary).
 
-What it does NOT do: it is not a security boundary against a determined attacker. The code runs
-as the same user as the agent, can read and write any file that user can (the working directory
-is only where it starts), can use the network, can start a process in a new session that escapes
-the process-group kill, and is not limited in the number of processes it starts. Run the agent in
-a container or VM if the code may be hostile.
+Always: a fresh interpreter per call (``python -I``), a wall-clock ``timeout``, memory, CPU and
+file-size limits per process (``setrlimit``), an environment holding only what Python needs
+(nothing named like a secret), output read through pipes the agent holds and cut to
+``max_output_chars``, and at the end (or when the agent stops waiting) every process the call
+started is killed and the working folder deleted.
 """
 
 from __future__ import annotations
@@ -25,15 +27,21 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
+import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackManagerForToolRun
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field
 
+from explicit_react.deadline import abandoned
+from explicit_react.tools import _sandbox
 from explicit_react.tools._errors import tool_error, validation_error_observation
 
 RUNNER = Path(__file__).with_name("_python_child.py")
@@ -71,7 +79,10 @@ class PythonInput(BaseModel):
 
 
 class PythonREPLTool(BaseTool):
-    """Runs Python code in a separate, resource-limited process and returns its output."""
+    """Runs Python code in a separate, isolated, resource-limited process and returns its output.
+
+    Creating it probes the machine once (a few tens of milliseconds) and warns when code cannot be
+    isolated; ``isolation`` says what is in effect."""
 
     name: str = "python_repl"
     description: str = (
@@ -83,128 +94,264 @@ class PythonREPLTool(BaseTool):
     handle_validation_error: Any = validation_error_observation
 
     timeout: float = Field(default=10.0, gt=0, description="wall-clock seconds before the process is killed")
-    memory_limit_mb: int = Field(default=512, ge=64, description="address-space limit of the child")
+    memory_limit_mb: int = Field(
+        default=512,
+        ge=64,
+        description="memory of the child: all its processes together when a cgroup is available",
+    )
+    max_processes: int = Field(
+        default=32, ge=2, description="processes (and threads) the child may run at once"
+    )
     max_file_size_mb: int = Field(
         default=16, ge=1, description="largest file (or output) the child may write"
     )
-    max_output_chars: int = Field(default=4000, ge=100, description="output longer than this is cut")
+    max_output_chars: int = Field(
+        default=4000, ge=100, description="the observation is never longer than this"
+    )
     python_executable: str = sys.executable
     extra_env: dict[str, str] = Field(
         default_factory=dict, description="more variables (secrets still removed)"
     )
+    allow_network: bool = Field(default=False, description="let isolated code use the network")
+    allow_unisolated: bool = Field(
+        default=False, description="where isolation is unavailable, run code anyway (as the agent's user)"
+    )
+
+    def model_post_init(self, context: Any, /) -> None:
+        """Probe the sandbox and say clearly, once per tool, when code cannot be isolated."""
+        super().model_post_init(context)
+        found = _sandbox.support(self.python_executable)
+        if not found.isolated:
+            consequence = (
+                "code runs UNISOLATED as the agent's user (allow_unisolated=True)"
+                if self.allow_unisolated
+                else "calls are refused; pass allow_unisolated=True to run code without isolation"
+            )
+            warnings.warn(
+                f"python_repl cannot isolate code: {found.description}; {consequence}", stacklevel=2
+            )
+
+    @property
+    def isolation(self) -> str:
+        """What isolation this tool's calls get, in one sentence."""
+        found = _sandbox.support(self.python_executable)
+        if found.isolated:
+            return found.description
+        return f"none ({found.description})" + ("" if self.allow_unisolated else "; calls are refused")
 
     def _run(self, code: str, run_manager: CallbackManagerForToolRun | None = None) -> str:
-        with self._sandbox(code) as (run, source):
+        given_up = abandoned()
+        with self._sandbox(code) as run:
             try:
                 process = subprocess.Popen(run.command, **run.popen_options())
             except OSError as exc:
                 raise tool_error(f"could not start Python: {exc}") from None
+            pumps = [
+                threading.Thread(target=_write_all, args=(process.stdin, run.source), daemon=True),
+                threading.Thread(target=_pump, args=(process.stdout, run.stdout), daemon=True),
+                threading.Thread(target=_pump, args=(process.stderr, run.stderr), daemon=True),
+            ]
+            for pump in pumps:
+                pump.start()
             try:
-                process.communicate(source, timeout=self.timeout)
-            except subprocess.TimeoutExpired:
-                run.timed_out = True
+                deadline = time.monotonic() + self.timeout
+                while process.poll() is None:
+                    if time.monotonic() >= deadline:
+                        run.timed_out = True
+                        break
+                    if given_up is not None and given_up.wait(0.02):
+                        break  # the agent stopped waiting: end the call now, not at our own timeout
+                    if given_up is None:
+                        time.sleep(0.02)
             finally:
-                _kill_process_group(process.pid)
+                run.kill(process.pid)
                 process.wait()
+                for pump in pumps:
+                    pump.join(1.0)
             return run.report(process.returncode)
 
     async def _arun(self, code: str, run_manager: AsyncCallbackManagerForToolRun | None = None) -> str:
-        with self._sandbox(code) as (run, source):
+        with self._sandbox(code) as run:
             try:
                 process = await asyncio.create_subprocess_exec(*run.command, **run.popen_options())
             except OSError as exc:
                 raise tool_error(f"could not start Python: {exc}") from None
+            assert process.stdin and process.stdout and process.stderr
+            pumps = [
+                asyncio.ensure_future(_awrite_all(process.stdin, run.source)),
+                asyncio.ensure_future(_apump(process.stdout, run.stdout)),
+                asyncio.ensure_future(_apump(process.stderr, run.stderr)),
+            ]
             try:
-                await asyncio.wait_for(process.communicate(source), self.timeout)
+                await asyncio.wait_for(process.wait(), self.timeout)
             except asyncio.TimeoutError:
                 run.timed_out = True
-            finally:  # also on cancellation: never leave the process group running
-                _kill_process_group(process.pid)
+            finally:  # also on cancellation (the agent stopped waiting): nothing is left running
+                run.kill(process.pid)
                 await process.wait()
+                await asyncio.wait(pumps, timeout=1.0)
+                for pump in pumps:
+                    pump.cancel()
             return run.report(process.returncode if process.returncode is not None else -signal.SIGKILL)
 
     @contextlib.contextmanager
-    def _sandbox(self, code: str) -> Iterator[tuple[_SandboxRun, bytes]]:
+    def _sandbox(self, code: str) -> Iterator[_SandboxRun]:
         code = strip_code_fence(code)
         if not code.strip():
             raise tool_error("no code given; send Python code to run")
-        scratch = tempfile.mkdtemp(prefix="explicit_react_python_")
+        found = _sandbox.support(self.python_executable)
+        if not found.isolated and not self.allow_unisolated:
+            raise tool_error(
+                f"python_repl is disabled: code cannot be isolated on this machine ({found.description}). "
+                "Answer without running code."
+            )
+        scratch = Path(tempfile.mkdtemp(prefix="explicit_react_python_"))
+        cgroup = None
         try:
-            yield _SandboxRun(tool=self, scratch=Path(scratch)), code.encode("utf-8", "surrogateescape")
+            if found.isolated and found.cgroups:
+                cgroup = _sandbox.Cgroup.create(self.memory_limit_mb * 1024 * 1024, self.max_processes)
+            run = _SandboxRun(self, scratch, code.encode("utf-8", "surrogateescape"), found.isolated, cgroup)
+            yield run
         finally:
+            if cgroup is not None:
+                cgroup.remove()
             shutil.rmtree(scratch, ignore_errors=True)
+
+
+@cache
+def _runner_source() -> str:
+    return RUNNER.read_text(encoding="utf-8")
+
+
+class _Capture:
+    """What one output pipe delivered: the first ``head`` bytes, the last ``tail`` bytes and the
+    total; the rest is read and dropped, so the child never blocks and the agent never fills up."""
+
+    def __init__(self, head: int, tail: int) -> None:
+        self.head, self.tail, self.total = bytearray(), bytearray(), 0
+        self._head_size, self._tail_size = head, tail
+
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        if len(self.head) < self._head_size:
+            self.head += chunk[: self._head_size - len(self.head)]
+        self.tail = (self.tail + chunk)[-self._tail_size :]
+
+
+def _pump(stream: IO[bytes] | None, capture: _Capture) -> None:
+    assert stream is not None
+    with contextlib.suppress(OSError, ValueError):
+        while chunk := stream.read1(65536):  # type: ignore[attr-defined]
+            capture.add(chunk)
+
+
+def _write_all(stream: IO[bytes] | None, data: bytes) -> None:
+    assert stream is not None
+    with contextlib.suppress(OSError, ValueError):
+        stream.write(data)
+        stream.close()
+
+
+async def _apump(stream: asyncio.StreamReader, capture: _Capture) -> None:
+    while chunk := await stream.read(65536):
+        capture.add(chunk)
+
+
+async def _awrite_all(stream: asyncio.StreamWriter, data: bytes) -> None:
+    with contextlib.suppress(OSError, ConnectionError):
+        stream.write(data)
+        await stream.drain()
+        stream.close()
 
 
 @dataclass
 class _SandboxRun:
-    """One run's scratch space (working directory and output files) and how to read the outcome."""
+    """One call: its scratch folder, its command, its captured output and how to end it."""
 
     tool: PythonREPLTool
     scratch: Path
+    source: bytes
+    isolated: bool
+    cgroup: _sandbox.Cgroup | None
     timed_out: bool = False
-    _files: list[Any] = field(default_factory=list)
+    stdout: _Capture = field(init=False)
+    stderr: _Capture = field(init=False)
+    workdir: Path = field(init=False)
 
     def __post_init__(self) -> None:
-        self.workdir.mkdir()
-
-    @property
-    def workdir(self) -> Path:
-        return self.scratch / "work"
+        limit = self.tool.max_output_chars * 4 + 4
+        # stderr keeps a longer tail: the error line the headline shows may itself be long.
+        self.stdout, self.stderr = _Capture(limit, limit), _Capture(limit, max(limit, 65536))
+        self.workdir = _sandbox.prepare_workdir(self.scratch) if self.isolated else self.scratch / "work"
+        self.workdir.mkdir(exist_ok=True)
 
     @property
     def command(self) -> list[str]:
-        cpu_seconds = math.ceil(self.tool.timeout) + 1
-        return [
-            self.tool.python_executable,
-            "-I",  # isolated: ignore PYTHON* variables and the user's site-packages
-            "-X",
-            "utf8",
-            str(RUNNER),
-            str(self.tool.memory_limit_mb * 1024 * 1024),
-            str(cpu_seconds),
-            str(self.tool.max_file_size_mb * 1024 * 1024),
+        tool = self.tool
+        cpu_seconds = math.ceil(tool.timeout) + 1
+        # RLIMIT_NPROC counts every process of the user: only meaningful for the 'nobody' user.
+        nproc = tool.max_processes if self.isolated and _sandbox.as_root() and self.cgroup is None else 0
+        limits = [str(tool.memory_limit_mb * 1024 * 1024), str(cpu_seconds)]
+        limits += [str(tool.max_file_size_mb * 1024 * 1024), str(nproc)]
+        python = ["-I", "-X", "utf8", "-c", _runner_source(), *limits]
+        if not self.isolated:
+            return [tool.python_executable, *python]
+        command = [
+            *_sandbox.bwrap_command(self.workdir, tool.python_executable, allow_network=tool.allow_network),
+            *python,
         ]
+        return self.cgroup.join_command(command) if self.cgroup else command
 
     def popen_options(self) -> dict[str, Any]:
         """Options shared by subprocess.Popen and asyncio.create_subprocess_exec."""
-        stdout = open(self.scratch / "stdout", "wb")  # noqa: SIM115 - closed in report()
-        stderr = open(self.scratch / "stderr", "wb")  # noqa: SIM115
-        self._files = [stdout, stderr]
         return {
             "stdin": subprocess.PIPE,
-            "stdout": stdout,
-            "stderr": stderr,
+            "stdout": subprocess.PIPE,
+            "stderr": subprocess.PIPE,
             "cwd": self.workdir,
             "env": sandbox_environment(str(self.workdir), self.tool.extra_env),
             "start_new_session": True,  # its own process group, so one kill reaches its children
             "close_fds": True,
         }
 
+    def kill(self, pid: int) -> None:
+        """End the call: every process it started (the whole PID namespace, the cgroup, the group)."""
+        if self.cgroup is not None:
+            self.cgroup.kill()
+        _kill_process_group(pid)  # bwrap dies, and with it the namespace's init and everything in it
+
     def report(self, returncode: int) -> str:
-        """Error headline (if any), then stdout, then the last lines of stderr."""
-        for handle in self._files:
-            handle.close()
-        stdout = _read_head(self.scratch / "stdout", self.tool.max_output_chars)
-        stderr = _read_tail(self.scratch / "stderr", self.tool.max_output_chars // 2)
+        """Error headline (if any), then stdout, then the last lines of stderr; never longer than
+        ``max_output_chars``."""
+        limit = self.tool.max_output_chars
+        stderr = _tail_text(self.stderr, limit // 3)
         headline = self._failure(returncode, stderr)
         parts = []
         if headline:
-            parts.append(f"Error: {headline}")
-        if stdout:
-            parts.append(stdout)
+            parts.append(f"Error: {headline}"[: limit // 3])
         if stderr and not (headline and stderr.strip() == headline):
             parts.append(stderr if stderr.startswith("Traceback") else f"stderr:\n{stderr}")
-        return "\n".join(parts) if parts else "(no output; print() the values you want to see)"
+        room = limit - sum(len(part) + 1 for part in parts)
+        stdout = _head_text(self.stdout, room)
+        if stdout:
+            parts.insert(1 if headline else 0, stdout)
+        observation = "\n".join(parts) if parts else "(no output; print() the values you want to see)"
+        return observation[:limit]
 
     def _failure(self, returncode: int, stderr: str) -> str | None:
         tool = self.tool
         if self.timed_out:
             return f"timed out after {tool.timeout:g}s; the process and its children were killed"
-        if returncode < 0:
-            name = _signal_name(-returncode)
+        out_of_memory = self.cgroup is not None and self.cgroup.out_of_memory()
+        # bubblewrap exits with 128 + N when the code was killed by signal N.
+        signalled = 128 < returncode <= 128 + 64 and self.isolated
+        if returncode < 0 or signalled:
+            name = _signal_name(returncode - 128 if signalled else -returncode)
             if name == "SIGXCPU":
                 return "CPU time limit exceeded; the process was killed"
             if name == "SIGKILL":
+                if out_of_memory:
+                    return f"the memory limit ({tool.memory_limit_mb} MB for all processes) was reached; the process was killed"
                 return "the process was killed (SIGKILL), probably by the memory or CPU limit"
             return f"the process was killed by {name}"
         if returncode == 0:
@@ -228,20 +375,20 @@ def _signal_name(number: int) -> str:
         return f"signal {number}"
 
 
-def _read_head(path: Path, max_chars: int) -> str:
-    with open(path, "rb") as handle:
-        data = handle.read(max_chars * 4 + 4)
-        size = os.fstat(handle.fileno()).st_size
-    text = data.decode("utf-8", "replace")
-    if len(text) > max_chars or size > len(data):
-        return text[:max_chars] + f"\n[... output cut at {max_chars} characters of {size} bytes]"
-    return text.rstrip("\n")
+def _head_text(capture: _Capture, max_chars: int) -> str:
+    """The start of the output, with a marker (counted in ``max_chars``) when it was cut."""
+    text = bytes(capture.head).decode("utf-8", "replace")
+    if len(text) <= max_chars and capture.total <= len(capture.head):
+        return text.rstrip("\n")
+    marker = f"\n[... output cut: {capture.total:,} bytes in all]"
+    return text[: max(0, max_chars - len(marker))] + marker if max_chars > len(marker) else ""
 
 
-def _read_tail(path: Path, max_chars: int) -> str:
-    with open(path, "rb") as handle:
-        size = os.fstat(handle.fileno()).st_size
-        handle.seek(max(0, size - max_chars * 4))
-        text = handle.read().decode("utf-8", "replace")
-    lines = text.rstrip("\n").splitlines()[-TRACEBACK_LINES:]
-    return "\n".join(lines)[-max_chars:]
+def _tail_text(capture: _Capture, max_chars: int) -> str:
+    """The last lines of the output (a traceback ends with the error), each line cut at its end and
+    whole lines dropped from the front to fit ``max_chars``."""
+    text = bytes(capture.tail).decode("utf-8", "replace")
+    lines = [line[:max_chars] for line in text.rstrip("\n").splitlines()[-TRACEBACK_LINES:]]
+    while lines and sum(len(line) + 1 for line in lines) - 1 > max_chars:
+        lines.pop(0)
+    return "\n".join(lines)

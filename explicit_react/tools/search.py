@@ -5,14 +5,14 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackManagerForToolRun
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field
 
-from explicit_react.tools._errors import tool_error, validation_error_observation
+from explicit_react.tools._errors import checked_query, tool_error, validation_error_observation
 
 SearchBackend = Callable[[str, int], list[dict[str, Any]]]
 """``(query, max_results) -> [{"title", "href", "body"}, ...]``: the shape ddgs returns."""
@@ -45,13 +45,12 @@ class WebSearchTool(BaseTool):
     timelimit: Literal["d", "w", "m", "y"] | None = None
     timeout: float = Field(default=10.0, gt=0, description="seconds for the whole search, retries included")
     retries: int = Field(default=2, ge=0, description="extra attempts after a rate limit or network error")
+    max_query_chars: int = Field(default=500, ge=1, description="longer queries are refused")
     backend: SearchBackend | None = Field(default=None, exclude=True)
     """Replaces ddgs (for tests and other engines): ``(query, max_results) -> list of result dicts``."""
 
     def _run(self, query: str, run_manager: CallbackManagerForToolRun | None = None) -> str:
-        query = query.strip()
-        if not query:
-            raise tool_error("empty query; say what to search the web for")
+        query = checked_query(query, self.max_query_chars, "search the web for")
         results = self._search_with_retries(query)
         return format_results(query, results[: self.max_results])
 
@@ -82,13 +81,14 @@ class WebSearchTool(BaseTool):
 
     def _search_once(self, query: str, remaining: float) -> list[dict[str, Any]]:
         try:
-            if self.backend is not None:
-                return list(self.backend(query, self.max_results))
-            return self._ddgs_search(query, remaining)
+            found = (
+                self.backend(query, self.max_results) if self.backend else self._ddgs_search(query, remaining)
+            )
         except Exception as exc:
             if not _is_transient(exc):
                 raise
             raise SearchUnavailable(_first_line(f"{type(exc).__name__}: {exc}")) from exc
+        return _result_dicts(found)
 
     def _ddgs_search(self, query: str, remaining: float) -> list[dict[str, Any]]:
         from ddgs import DDGS  # imported here: ddgs is slow to import and not needed offline
@@ -106,6 +106,16 @@ class WebSearchTool(BaseTool):
             if "no results found" in str(exc).lower():
                 return []
             raise
+
+
+def _result_dicts(found: Any) -> list[dict[str, Any]]:
+    """The backend's results, checked to be a list of dicts (what ddgs returns); anything else is an
+    ``Error:`` observation, not an AttributeError while formatting."""
+    if not isinstance(found, (list, tuple)) or not all(isinstance(result, Mapping) for result in found):
+        raise tool_error(
+            f"web search failed: the search backend returned {type(found).__name__}, not a list of results"
+        )
+    return [dict(result) for result in found]
 
 
 def _is_transient(error: Exception) -> bool:
