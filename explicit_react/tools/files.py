@@ -229,7 +229,7 @@ def _linear_time_regex(pattern: str, *, literal: bool = False) -> Any:
 
 
 def _open_regular(path: Path, flags: int) -> Any:
-    """``path`` opened unbuffered in binary mode, if it is a regular file; an ``Error:`` otherwise.
+    """``path`` opened in binary mode, if it is a regular file; an ``Error:`` otherwise.
 
     Opened with ``O_NONBLOCK``, so a FIFO or a device (which ``is_file`` checked moments ago, but
     the path may have been swapped since) is refused at once instead of blocking the agent."""
@@ -244,7 +244,7 @@ def _open_regular(path: Path, flags: int) -> Any:
         os.close(descriptor)
         raise not_regular
     os.set_blocking(descriptor, True)
-    return open(descriptor, "r+b" if flags & (os.O_WRONLY | os.O_RDWR) else "rb", buffering=0)
+    return open(descriptor, "r+b" if flags & (os.O_WRONLY | os.O_RDWR) else "rb")
 
 
 def _numbered_lines(handle: Any) -> Iterator[tuple[int, bytes]]:

@@ -51,7 +51,7 @@ class WebSearchTool(BaseTool):
 
     def _run(self, query: str, run_manager: CallbackManagerForToolRun | None = None) -> str:
         query = checked_query(query, self.max_query_chars, "search the web for")
-        results = self._search_with_retries(query)
+        results = _result_dicts(self._search_with_retries(query))
         return format_results(query, results[: self.max_results])
 
     async def _arun(self, query: str, run_manager: AsyncCallbackManagerForToolRun | None = None) -> str:
@@ -88,7 +88,7 @@ class WebSearchTool(BaseTool):
             if not _is_transient(exc):
                 raise
             raise SearchUnavailable(_first_line(f"{type(exc).__name__}: {exc}")) from exc
-        return _result_dicts(found)
+        return found
 
     def _ddgs_search(self, query: str, remaining: float) -> list[dict[str, Any]]:
         from ddgs import DDGS  # imported here: ddgs is slow to import and not needed offline
