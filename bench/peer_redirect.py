@@ -12,6 +12,8 @@ that is bound to the classic object:
 
 so ``from langchain_classic.agents import AgentExecutor`` in a test, and the name lookups inside
 ``initialize_agent`` and ``create_react_agent``, find ours. The downloaded files are not edited.
+With ``PEER_CLASSIC_UNKNOWN_TOOL=1`` in the environment, ``AgentExecutor`` is ours with
+``classic_unknown_tool=True`` as its default (the option for apps that match the classic text).
 Everything else (the classic agents such as ``ZeroShotAgent``, the prompts, ``Tool``) stays classic:
 that is what an app that switches its imports keeps using.
 """
@@ -19,6 +21,7 @@ that is what an app that switches its imports keeps using.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 import typing
 from typing import Any
@@ -42,8 +45,16 @@ def replacements() -> dict[str, tuple[Any, Any]]:
     import explicit_react
 
     our_iterator = typing.get_type_hints(explicit_react.AgentExecutor.iter)["return"]
+    ours = explicit_react.AgentExecutor
+    if os.environ.get("PEER_CLASSIC_UNKNOWN_TOOL") == "1":
+
+        class ClassicTextExecutor(explicit_react.AgentExecutor):
+            def __init__(self, **kwargs: Any) -> None:
+                super().__init__(**{"classic_unknown_tool": True, **kwargs})
+
+        ours = ClassicTextExecutor
     return {
-        "AgentExecutor": (AgentExecutor, explicit_react.AgentExecutor),
+        "AgentExecutor": (AgentExecutor, ours),
         "AgentExecutorIterator": (AgentExecutorIterator, our_iterator),
         "create_react_agent": (create_react_agent, explicit_react.create_react_agent),
         "ReActSingleInputOutputParser": (ReActSingleInputOutputParser, explicit_react.ReActOutputParser),

@@ -56,7 +56,8 @@ PYTEST_OPTIONS = (
     "-p", "no:cacheprovider",
     "-q",
 )  # fmt: skip
-TARGETS = ("classic", "explicit_react")
+TARGETS = ("classic", "explicit_react", "classic_unknown_tool")
+"""langchain_classic; explicit_react as it comes; explicit_react with ``classic_unknown_tool=True``."""
 
 
 def download_sdist(version: str, into: Path) -> Path:
@@ -81,9 +82,10 @@ def run_pytest(workdir: Path, target: str) -> dict[str, dict[str, str]]:
     """Run ``TEST_FILES`` for one target; per test id, its outcome and failure message."""
     junit = workdir / f"junit-{target}.xml"
     command = [sys.executable, "-m", "pytest", *PYTEST_OPTIONS, f"--junitxml={junit}", *TEST_FILES]
-    if target == "explicit_react":
-        command += ["-p", "peer_redirect"]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(BENCH), str(ROOT), str(workdir)])}
+    if target != "classic":
+        command += ["-p", "peer_redirect"]
+        env["PEER_CLASSIC_UNKNOWN_TOOL"] = "1" if target == "classic_unknown_tool" else "0"
     done = subprocess.run(command, cwd=workdir, env=env, check=False, capture_output=True, text=True)
     if not junit.exists():
         raise RuntimeError(
@@ -122,29 +124,22 @@ def documented_differences(path: Path = MIGRATION) -> dict[str, str]:
 def compare(
     results: dict[str, dict[str, dict[str, str]]], documented: dict[str, str]
 ) -> list[dict[str, Any]]:
-    """One row per test: both outcomes, whether they differ, and why."""
+    """One row per test: the outcome per target and, where explicit_react's differs from the classic's, why."""
+    missing = {"outcome": "missing", "message": ""}
     rows = []
-    for test in sorted(set(results["classic"]) | set(results["explicit_react"])):
-        theirs = results["classic"].get(test, {"outcome": "missing", "message": ""})
-        ours = results["explicit_react"].get(test, {"outcome": "missing", "message": ""})
-        differs = theirs["outcome"] != ours["outcome"]
-        if not differs:
+    for test in sorted(set().union(*results.values())):
+        outcome = {target: results[target].get(test, missing) for target in TARGETS}
+        theirs, ours = outcome["classic"], outcome["explicit_react"]
+        if theirs["outcome"] == ours["outcome"]:
             reason, status = "", "same"
         elif test in documented:
             reason, status = documented[test], "documented"
         else:
             reason, status = ours["message"] or theirs["message"], "UNEXPLAINED"
-        rows.append(
-            {
-                "test": test,
-                "classic": theirs["outcome"],
-                "explicit_react": ours["outcome"],
-                "status": status,
-                "reason": reason,
-                "classic_message": theirs["message"],
-                "explicit_react_message": ours["message"],
-            }
-        )
+        row: dict[str, Any] = {target: outcome[target]["outcome"] for target in TARGETS}
+        row |= {"test": test, "status": status, "reason": reason}
+        row |= {f"{target}_message": outcome[target]["message"] for target in TARGETS}
+        rows.append(row)
     return rows
 
 
@@ -157,6 +152,11 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     for status in ("same", "documented", "UNEXPLAINED"):
         counts[status] = sum(row["status"] == status for row in rows)
     return counts
+
+
+def passed(counts: dict[str, Any], target: str) -> str:
+    """``"N/M"``: the target's passed tests out of all."""
+    return f"{counts[target].get('passed', 0)}/{sum(counts[target].values())}"
 
 
 def main() -> int:
@@ -176,20 +176,20 @@ def main() -> int:
     counts = summary(rows)
     same_outcome = {row["test"] for row in rows if row["status"] == "same"}
     counts["stale_doc_rows"] = sorted(test for test in documented if test in same_outcome)
-    header = ["test", "classic", "explicit_react", "difference"]
+    header = ["test", "classic", "explicit_react", "with classic_unknown_tool=True", "difference"]
     body = [
         [
             f"`{r['test']}`",
-            r["classic"],
-            r["explicit_react"],
+            *(r[target] for target in TARGETS),
             f"{r['status']}: {r['reason']}" if r["reason"] else "",
         ]
         for r in rows
     ]
     figures = (
-        f"langchain-classic {version}: {len(rows)} tests. classic {counts['classic']}; "
-        f"explicit_react {counts['explicit_react']}. Same outcome: {counts['same']}, documented "
-        f"differences: {counts['documented']}, unexplained: {counts['UNEXPLAINED']}."
+        f"langchain-classic {version}, {len(rows)} tests. Passed: classic {passed(counts, 'classic')}, "
+        f"explicit_react {passed(counts, 'explicit_react')}, explicit_react with classic_unknown_tool=True "
+        f"{passed(counts, 'classic_unknown_tool')}. explicit_react against classic: same outcome "
+        f"{counts['same']}, documented differences {counts['documented']}, unexplained {counts['UNEXPLAINED']}."
     )
     markdown = f"# Peer suite\n\n{figures}\n\n{table(header, body)}\n"
     if counts["stale_doc_rows"]:

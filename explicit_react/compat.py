@@ -42,6 +42,14 @@ from langchain_core.runnables.utils import AddableDict
 from langchain_core.tools import BaseTool
 from langchain_core.tools.render import ToolsRenderer, render_text_description
 
+from explicit_react.classic_chain import (
+    ClassicChainAPI,
+    chain_callbacks,
+    chain_verbose,
+    check_allowed_tools,
+    classic_invalid_tool_text,
+)
+from explicit_react.classic_iterator import AgentExecutorIterator
 from explicit_react.deadline import DeadlineExceeded, acall_with_timeout, call_with_timeout
 from explicit_react.errors import ParseError
 from explicit_react.executor import ToolExecutor, ToolOutcome, as_tool, tool_spec
@@ -220,7 +228,7 @@ class _Run:
 Event = AgentAction | AgentStep | _IterationEnd
 
 
-class AgentExecutor(Runnable[dict[str, Any], dict[str, Any]]):
+class AgentExecutor(ClassicChainAPI, Runnable[dict[str, Any], dict[str, Any]]):
     """Runs an agent runnable with tools until it answers: a drop-in for ``langchain_classic``'s AgentExecutor.
 
     Takes the classic keyword arguments (same defaults). Beyond the classic: ``early_stopping_method=
@@ -228,7 +236,9 @@ class AgentExecutor(Runnable[dict[str, Any], dict[str, Any]]):
     code too, tools run through ``ToolExecutor`` (JSON input for multi-argument tools, exceptions
     become observations), an exactly repeated call is refused once and ends the run the second time
     (``detect_loops=False`` turns this off), and why a run ended is kept: ``last_stop_reason``, and
-    a ``stop_reason`` output key with ``return_stop_reason=True``.
+    a ``stop_reason`` output key with ``return_stop_reason=True``. An unknown tool name gets our
+    observation (the real names, the closest one); ``classic_unknown_tool=True`` gives the classic
+    text instead. The classic ``Chain`` calls (``run``, ``__call__``, ...) come from ``ClassicChainAPI``.
     """
 
     def __init__(
@@ -244,12 +254,15 @@ class AgentExecutor(Runnable[dict[str, Any], dict[str, Any]]):
         trim_intermediate_steps: int | Callable[[Steps], Steps] = -1,
         memory: Any = None,
         callbacks: Callbacks = None,
-        verbose: bool = False,
+        verbose: bool | None = None,
         tags: list[str] | None = None,
         metadata: dict[str, Any] | None = None,
+        name: str | None = None,
+        callback_manager: Any = None,
         stream_runnable: bool = True,
         detect_loops: bool = True,
         return_stop_reason: bool = False,
+        classic_unknown_tool: bool = False,
     ) -> None:
         if early_stopping_method not in ("force", "generate"):
             raise ValueError(
@@ -259,6 +272,7 @@ class AgentExecutor(Runnable[dict[str, Any], dict[str, Any]]):
             raise ValueError("max_iterations must not be negative")
         self.agent = agent
         self.tools = tools
+        check_allowed_tools(agent, self.tools)
         self.return_intermediate_steps = return_intermediate_steps
         self.max_iterations = max_iterations
         self.max_execution_time = max_execution_time
@@ -266,13 +280,15 @@ class AgentExecutor(Runnable[dict[str, Any], dict[str, Any]]):
         self.handle_parsing_errors = handle_parsing_errors
         self.trim_intermediate_steps = trim_intermediate_steps
         self.memory = memory
-        self.callbacks = callbacks
-        self.verbose = verbose
+        self.callbacks = chain_callbacks(callbacks, callback_manager)
+        self.verbose = chain_verbose(verbose)
         self.tags = tags
         self.metadata = metadata
+        self.name = name
         self.stream_runnable = stream_runnable
         self.detect_loops = detect_loops
         self.return_stop_reason = return_stop_reason
+        self.classic_unknown_tool = classic_unknown_tool
         self.last_stop_reason: StopReason | None = None
         """Why the most recent run to finish ended (with concurrent runs, use ``return_stop_reason``)."""
 
@@ -297,7 +313,7 @@ class AgentExecutor(Runnable[dict[str, Any], dict[str, Any]]):
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> dict[str, Any]:
         """Run to the end; returns ``{**inputs, "output": ...}`` (plus ``intermediate_steps`` if asked)."""
         config = ensure_config(config)
-        inputs = self._prep_inputs(input)
+        inputs = self.prep_inputs(input)
         run = self._start(inputs, config)
         manager = run.manager
         assert isinstance(manager, CallbackManagerForChainRun)
@@ -305,7 +321,7 @@ class AgentExecutor(Runnable[dict[str, Any], dict[str, Any]]):
             for _ in self._loop(run):
                 pass
             outputs = self._outputs(run)
-            final = self._prep_outputs(inputs, outputs, kwargs.get("return_only_outputs", False))
+            final = self.prep_outputs(inputs, outputs, kwargs.get("return_only_outputs", False))
         except BaseException as exc:
             manager.on_chain_error(exc)
             raise
@@ -317,7 +333,7 @@ class AgentExecutor(Runnable[dict[str, Any], dict[str, Any]]):
     ) -> dict[str, Any]:
         """Async ``invoke``."""
         config = ensure_config(config)
-        inputs = await self._aprep_inputs(input)
+        inputs = await self.aprep_inputs(input)
         run = await self._astart(inputs, config)
         manager = run.manager
         assert isinstance(manager, AsyncCallbackManagerForChainRun)
@@ -325,7 +341,7 @@ class AgentExecutor(Runnable[dict[str, Any], dict[str, Any]]):
             async for _ in self._aloop(run):
                 pass
             outputs = await self._aoutputs(run)
-            final = await self._aprep_outputs(inputs, outputs, kwargs.get("return_only_outputs", False))
+            final = await self.aprep_outputs(inputs, outputs, kwargs.get("return_only_outputs", False))
         except BaseException as exc:
             await manager.on_chain_error(exc)
             raise
@@ -352,9 +368,12 @@ class AgentExecutor(Runnable[dict[str, Any], dict[str, Any]]):
         *,
         include_run_info: bool = False,
         async_: bool = False,
-    ) -> AgentIterator:
-        """Iterate over the run: one ``{"intermediate_step": [...]}`` per iteration, then the final output."""
-        return AgentIterator(self, inputs, callbacks, include_run_info=include_run_info)
+    ) -> AgentExecutorIterator:
+        """Iterate over the run: one ``{"intermediate_step": [...]}`` per iteration, then the final output
+        (``async_`` is ignored, as in the classic: the iterator is both sync and async)."""
+        return AgentExecutorIterator(
+            self, inputs, callbacks, tags=self.tags, include_run_info=include_run_info
+        )
 
     # One run ------------------------------------------------------------------------------
     def _chunks(
@@ -363,21 +382,22 @@ class AgentExecutor(Runnable[dict[str, Any], dict[str, Any]]):
         config: RunnableConfig | None,
         *,
         yield_actions: bool,
+        yield_iterations: bool = False,
         include_run_info: bool = False,
     ) -> Iterator[AddableDict]:
         config = ensure_config(config)
-        inputs = self._prep_inputs(input)
+        inputs = self.prep_inputs(input)
         run = self._start(inputs, config)
         manager = run.manager
         assert isinstance(manager, CallbackManagerForChainRun)
         try:
             for event in self._loop(run):
-                if (chunk := _chunk(event, yield_actions)) is not None:
+                if (chunk := _chunk(event, yield_actions, yield_iterations)) is not None:
                     yield chunk
             outputs = self._outputs(run)
             outputs["messages"] = run.finish.messages if run.finish else []
             manager.on_chain_end(outputs)
-            final = AddableDict(self._prep_outputs(inputs, outputs, True))
+            final = AddableDict(self.prep_outputs(inputs, outputs, True))
         except BaseException as exc:
             manager.on_chain_error(exc)
             raise
@@ -389,21 +409,22 @@ class AgentExecutor(Runnable[dict[str, Any], dict[str, Any]]):
         config: RunnableConfig | None,
         *,
         yield_actions: bool,
+        yield_iterations: bool = False,
         include_run_info: bool = False,
     ) -> AsyncIterator[AddableDict]:
         config = ensure_config(config)
-        inputs = await self._aprep_inputs(input)
+        inputs = await self.aprep_inputs(input)
         run = await self._astart(inputs, config)
         manager = run.manager
         assert isinstance(manager, AsyncCallbackManagerForChainRun)
         try:
             async for event in self._aloop(run):
-                if (chunk := _chunk(event, yield_actions)) is not None:
+                if (chunk := _chunk(event, yield_actions, yield_iterations)) is not None:
                     yield chunk
             outputs = await self._aoutputs(run)
             outputs["messages"] = run.finish.messages if run.finish else []
             await manager.on_chain_end(outputs)
-            final = AddableDict(await self._aprep_outputs(inputs, outputs, True))
+            final = AddableDict(await self.aprep_outputs(inputs, outputs, True))
         except BaseException as exc:
             await manager.on_chain_error(exc)
             raise
@@ -620,7 +641,11 @@ class AgentExecutor(Runnable[dict[str, Any], dict[str, Any]]):
 
     def _unknown_verdict(self, action: AgentAction, run: _Run) -> Verdict:
         """A call to a made-up tool; called again with the same input, a loop (when loops are detected)."""
-        unknown = self._executor.unknown_tool_observation(action.tool)
+        unknown = (
+            classic_invalid_tool_text(action.tool, [t.name for t in self.tools])
+            if self.classic_unknown_tool
+            else self._executor.unknown_tool_observation(action.tool)
+        )
         if not self.detect_loops:
             return Verdict(run=False, observation=unknown, error="unknown_tool")
         return run.guard.check_unknown(len(run.steps) + 1, action.tool, action.tool_input, unknown)
@@ -709,18 +734,6 @@ class AgentExecutor(Runnable[dict[str, Any], dict[str, Any]]):
         return AgentFinish({"output": FORCE_STOP_TEXT}, "")
 
     # Inputs and outputs ------------------------------------------------------------------
-    def _prep_inputs(self, input: Any) -> dict[str, Any]:
-        inputs = dict(input) if isinstance(input, dict) else {"input": input}
-        if self.memory is not None:
-            inputs.update(self.memory.load_memory_variables(inputs))
-        return inputs
-
-    async def _aprep_inputs(self, input: Any) -> dict[str, Any]:
-        inputs = dict(input) if isinstance(input, dict) else {"input": input}
-        if self.memory is not None:
-            inputs.update(await self.memory.aload_memory_variables(inputs))
-        return inputs
-
     def _finish_values(self, run: _Run) -> tuple[AgentFinish, dict[str, Any]]:
         assert run.finish is not None
         outputs = dict(run.finish.return_values)
@@ -739,18 +752,6 @@ class AgentExecutor(Runnable[dict[str, Any], dict[str, Any]]):
         assert isinstance(run.manager, AsyncCallbackManagerForChainRun)
         await run.manager.on_agent_finish(finish, color="green", verbose=self.verbose)
         return outputs
-
-    def _prep_outputs(self, inputs: dict[str, Any], outputs: dict[str, Any], only: bool) -> dict[str, Any]:
-        if self.memory is not None:
-            self.memory.save_context(inputs, outputs)
-        return dict(outputs) if only else {**inputs, **outputs}
-
-    async def _aprep_outputs(
-        self, inputs: dict[str, Any], outputs: dict[str, Any], only: bool
-    ) -> dict[str, Any]:
-        if self.memory is not None:
-            await self.memory.asave_context(inputs, outputs)
-        return dict(outputs) if only else {**inputs, **outputs}
 
     def _decorate(self, final: Any, run: _Run, include_run_info: bool) -> Any:
         """Add the keys the caller opted into: ``stop_reason`` and ``__run``."""
@@ -774,39 +775,12 @@ def _decision(output: Any) -> AgentFinish | list[AgentAction]:
     )
 
 
-def _chunk(event: Event, yield_actions: bool) -> AddableDict | None:
-    """The classic stream chunk (``yield_actions``) or ``iter()`` item for one loop event."""
+def _chunk(event: Event, yield_actions: bool, yield_iterations: bool) -> AddableDict | None:
+    """The classic stream chunk (``yield_actions``) or ``iter()`` item (``yield_iterations``) for one loop event."""
     if yield_actions and isinstance(event, AgentAction):
         return AddableDict(actions=[event], messages=event.messages)
     if yield_actions and isinstance(event, AgentStep):
         return AddableDict(steps=[event], messages=event.messages)
-    if not yield_actions and isinstance(event, _IterationEnd):
+    if yield_iterations and isinstance(event, _IterationEnd):
         return AddableDict(intermediate_step=event.steps)
     return None
-
-
-class AgentIterator:
-    """What ``AgentExecutor.iter()`` returns: iterate it (sync or async) to step through a run."""
-
-    def __init__(
-        self,
-        executor: AgentExecutor,
-        inputs: Any,
-        callbacks: Callbacks = None,
-        *,
-        include_run_info: bool = False,
-    ) -> None:
-        self.executor = executor
-        self.inputs = inputs
-        self.config: RunnableConfig = {"callbacks": callbacks}
-        self.include_run_info = include_run_info
-
-    def __iter__(self) -> Iterator[AddableDict]:
-        return self.executor._chunks(
-            self.inputs, self.config, yield_actions=False, include_run_info=self.include_run_info
-        )
-
-    def __aiter__(self) -> AsyncIterator[AddableDict]:
-        return self.executor._achunks(
-            self.inputs, self.config, yield_actions=False, include_run_info=self.include_run_info
-        )
