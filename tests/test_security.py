@@ -16,6 +16,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import tracemalloc
 import uuid
 import warnings
 from pathlib import Path
@@ -113,11 +114,11 @@ print('tried')
 
 @needs_isolation
 def test_the_agent_process_is_not_visible() -> None:
-    status, observation = sandboxed(
+    observation = python_tool(timeout=10).invoke(
         "import os\nprint(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()), os.getuid())"
     )
     pids, uid = observation.rsplit(" ", 1)
-    assert status == 0 and len(json.loads(pids)) <= 3  # the sandbox's init, the code, and ls
+    assert len(json.loads(pids)) <= 2  # the sandbox's init and the code
     assert int(uid) != 0
 
 
@@ -234,8 +235,7 @@ except OSError:
     pass
 print('swapped')
 """
-    status, observation = sandboxed(code, timeout=30)
-    assert status == 0 and observation == "swapped"
+    assert python_tool(timeout=10).invoke(code) == "swapped"
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
@@ -288,6 +288,7 @@ def test_isolation_is_reported() -> None:
 def test_no_calculator_function_freezes_the_process_on_extreme_arguments() -> None:
     script = """
         import itertools
+        from explicit_react.tools import calculator
         from explicit_react.tools.calculator import FUNCTIONS, CalculationError, evaluate
         extremes = ["0", "-1", "2", "0.5", "10**1200", "-10**1200", "1e308", "-10**9", "10**9", "2**3999"]
         tried = 0
@@ -307,17 +308,14 @@ def test_no_calculator_function_freezes_the_process_on_extreme_arguments() -> No
                     pass
                 tried += 1
         print(tried)
+        for expression in ["round(1, -10**9)", "round(1, 10**9)", "round(2.5, -10**6)"]:
+            print(calculator.invoke(expression))
     """
     done = in_child(script, timeout=60)
     assert done.returncode == 0, done.stderr
-    assert int(done.stdout) > 10_000
-
-
-def test_round_to_absurd_digits_is_refused() -> None:
-    expressions = ["round(1, -10**9)", "round(1, 10**9)", "round(2.5, -10**6)"]
-    script = f"from explicit_react.tools import calculator\nfor e in {expressions!r}:\n    print(calculator.invoke(e))"
-    lines = in_child(script, 30).stdout.splitlines()
-    assert lines == ["Error: round() to more than 1,300 digits is not supported"] * 3
+    tried, *rounds = done.stdout.splitlines()
+    assert int(tried) > 10_000
+    assert rounds == ["Error: round() to more than 1,300 digits is not supported"] * 3
 
 
 def test_catastrophic_regex_does_not_freeze_grep(tmp_path: Path) -> None:
@@ -361,19 +359,17 @@ def test_a_binary_file_with_a_long_text_prefix_is_refused(tmp_path: Path) -> Non
 
 
 def test_fifos_are_refused_without_blocking(tmp_path: Path) -> None:
+    # A regression blocks in open(), a system call pytest-timeout's alarm interrupts: a failure, not a hang.
     os.mkfifo(tmp_path / "pipe")
-    script = f"""
-        from explicit_react.tools import file_tools
-        by_name = {{tool.name: tool for tool in file_tools({str(tmp_path)!r})}}
-        print(by_name["write_file"].invoke({{"path": "pipe", "content": "x"}}))
-        print(by_name["read_file"].invoke({{"path": "pipe"}}))
-        print(by_name["edit_file"].invoke({{"path": "pipe", "old": "a", "new": "b"}}))
-        print(by_name["grep"].invoke({{"pattern": "x"}}))
-    """
-    done = in_child(script, timeout=30)
-    lines = done.stdout.splitlines()
-    assert len(lines) == 4 and all(line.startswith(("Error:", "No matches")) for line in lines), done
-    assert "not a regular file" in lines[0]
+    by_name = tools(tmp_path)
+    observations = [
+        by_name["write_file"].invoke({"path": "pipe", "content": "x"}),
+        by_name["read_file"].invoke({"path": "pipe"}),
+        by_name["edit_file"].invoke({"path": "pipe", "old": "a", "new": "b"}),
+        by_name["grep"].invoke({"pattern": "x"}),
+    ]
+    assert "not a regular file" in observations[0]
+    assert all(o.startswith("Error:") for o in observations[:3]) and observations[3].startswith("No matches")
 
 
 def test_a_symlink_loop_is_an_error_naming_only_relative_paths(tmp_path: Path) -> None:
@@ -395,19 +391,15 @@ def test_reading_one_huge_line_takes_little_memory(tmp_path: Path) -> None:
     with open(tmp_path / "one_line.txt", "wb") as handle:
         for _ in range(60):
             handle.write(b"a" * 1_000_000)  # 60 MB, no newline
-    script = f"""
-        import resource
-        from explicit_react.tools import file_tools
-        read = file_tools({str(tmp_path)!r}, read_only=True)[0]
-        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        observation = read.invoke({{"path": "one_line.txt"}})
-        grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
-        print(round(grown_mb, 1), observation.split()[0], len(observation))
-    """
-    done = in_child(script, timeout=60)
-    grown_mb, head, length = done.stdout.split()[-3:]
-    assert head == "1" and int(length) < 600
-    assert float(grown_mb) < 20, f"read_file of a 60 MB line grew the process by {grown_mb} MB"
+    read = tools(tmp_path)["read_file"]
+    tracemalloc.start()
+    try:
+        observation = read.invoke({"path": "one_line.txt"})
+        peak_mb = tracemalloc.get_traced_memory()[1] / 1e6
+    finally:
+        tracemalloc.stop()
+    assert observation.split()[0] == "1" and len(observation) < 600
+    assert peak_mb < 5, f"read_file of a 60 MB line allocated {peak_mb:.0f} MB at its peak"
 
 
 def test_inputs_have_size_caps(tmp_path: Path) -> None:
