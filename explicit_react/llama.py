@@ -25,7 +25,7 @@ import logging
 import sys
 import threading
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, cast
 
 import llama_cpp
 from langchain_core.callbacks import CallbackManagerForLLMRun
@@ -199,8 +199,11 @@ def _as_llama_message(message: BaseMessage) -> dict[str, str]:
 def _usage(usage: dict[str, Any]) -> UsageMetadata | None:
     if not usage:
         return None
-    return {
-        "input_tokens": int(usage.get("prompt_tokens", 0)),
-        "output_tokens": int(usage.get("completion_tokens", 0)),
-        "total_tokens": int(usage.get("total_tokens", 0)),
-    }
+    return cast(
+        UsageMetadata,
+        {
+            "input_tokens": int(usage.get("prompt_tokens", 0)),
+            "output_tokens": int(usage.get("completion_tokens", 0)),
+            "total_tokens": int(usage.get("total_tokens", 0)),
+        },
+    )
