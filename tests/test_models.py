@@ -19,7 +19,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from pydantic import SecretStr
 
-from explicit_react import buildcheck, models
+from explicit_react import assembly, buildcheck, models
 from explicit_react.errors import ConfigurationError
 from explicit_react.models import (
     LOCAL_EXTRA_INSTALL,
@@ -398,8 +398,8 @@ def test_a_second_call_reuses_the_file_without_reading_it(
     def fail(*args: Any, **kwargs: Any) -> None:
         raise AssertionError("the weights were assembled or hashed again")
 
-    monkeypatch.setattr(models, "join_parts", fail)
-    monkeypatch.setattr(models, "_sha256_of", fail)
+    monkeypatch.setattr(assembly, "join_parts", fail)
+    monkeypatch.setattr(assembly, "sha256_of", fail)
     assert ensure_local_model("qwen") == path
 
 

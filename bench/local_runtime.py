@@ -1,0 +1,153 @@
+"""The local llama.cpp runtime: its speed, what the once-per-build check costs, what determinism costs.
+
+    python bench/local_runtime.py speed [--model qwen] [--runs 3]   # prompt and generation tokens/s
+    python bench/local_runtime.py check [--model qwen]              # the build check: first and cached
+    python bench/local_runtime.py reuse [--model qwen] [--questions 3]
+
+``speed`` measures the llama-cpp-python installed in *this* interpreter; run it once in an environment
+with the portable build (the README's) and once with a native one (``pip install --no-cache-dir
+--force-reinstall --no-deps llama-cpp-python`` with no ``CMAKE_ARGS``) to compare the two. The build's
+feature string is recorded with the figures.
+
+``reuse`` runs a few agent questions on the real model, keeps every prompt's tokens, and counts the
+prompt tokens llama.cpp must read under three cache policies: no reuse, reuse cut to whole ``n_batch``
+blocks (what ``explicit_react.llama.ChatLlama`` does, so replies do not depend on what was read
+before), and llama-cpp-python's own longest-prefix reuse. Token counts do not depend on the machine's
+load; seconds are those counts at the measured prompt speed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import RESULTS, write_json
+
+PROMPT = (
+    "Thought: I need the population of each city, then the difference.\n"
+    "Action: knowledge_search\nAction Input: population of Lumen City\n"
+    "Observation: Lumen City has 1,204,500 inhabitants according to the 2024 census.\n"
+) * 12
+
+
+def _llama(model: str, **options: Any) -> Any:
+    import llama_cpp
+
+    from explicit_react.models import ensure_local_model
+
+    return llama_cpp.Llama(str(ensure_local_model(model)), n_ctx=2048, n_batch=512, verbose=False, **options)
+
+
+def speed(args: argparse.Namespace) -> dict[str, Any]:
+    import llama_cpp
+
+    llama = _llama(args.model, n_threads=2)
+    tokens = llama.tokenize(PROMPT.encode())
+    prompt_rates, generation_rates = [], []
+    for _ in range(args.runs):
+        llama.reset()
+        started = time.perf_counter()
+        llama.eval(tokens)
+        prompt_rates.append(len(tokens) / (time.perf_counter() - started))
+        started = time.perf_counter()
+        generated = 0
+        for _token in llama.generate(tokens, temp=0.0, reset=False):
+            generated += 1
+            if generated == args.generate:
+                break
+        generation_rates.append(generated / (time.perf_counter() - started))
+    return {
+        "build": llama_cpp.llama_print_system_info().decode(),
+        "prompt_tokens": len(tokens),
+        "prompt_tokens_per_s": round(statistics.median(prompt_rates), 1),
+        "generated_tokens_per_s": round(statistics.median(generation_rates), 1),
+        "runs": args.runs,
+    }
+
+
+def check(args: argparse.Namespace) -> dict[str, Any]:
+    from explicit_react.buildcheck import check_llama_build
+    from explicit_react.models import ensure_local_model
+
+    path = ensure_local_model(args.model)
+    with tempfile.TemporaryDirectory() as cache:
+        started = time.perf_counter()
+        check_llama_build(path, cache=Path(cache))
+        first = time.perf_counter() - started
+        cached = []
+        for _ in range(50):
+            started = time.perf_counter()
+            check_llama_build(path, cache=Path(cache))
+            cached.append(time.perf_counter() - started)
+    return {"first_check_s": round(first, 2), "cached_check_ms": round(statistics.median(cached) * 1000, 3)}
+
+
+def reuse(args: argparse.Namespace) -> dict[str, Any]:
+    from explicit_react import ExplicitReActAgent
+    from explicit_react.llama import aligned_reuse
+    from explicit_react.models import load_model
+    from explicit_react.tools import KnowledgeBaseTool, calculator
+
+    model: Any = load_model(f"local:{args.model}")
+    prompts: list[list[int]] = []
+    generate = model.client.generate
+
+    def recording(tokens: Any, *a: Any, **k: Any) -> Any:
+        prompts.append(list(tokens))
+        return generate(tokens, *a, **k)
+
+    model.client.generate = recording
+    facts = KnowledgeBaseTool(
+        [
+            "Lumen City has 1,204,500 inhabitants. Its mayor is Ada Brandt.",
+            "Port Verro has 388,250 inhabitants and is 140 km from Lumen City.",
+            "The Verro bridge opened in 1987 and cost 42 million euros.",
+        ]
+    )
+    agent = ExplicitReActAgent(model, [facts, calculator], max_iterations=4)
+    questions = [
+        "How many more people live in Lumen City than in Port Verro?",
+        "How many years ago, counted from 2026, did the Verro bridge open?",
+        "What is the combined population of Lumen City and Port Verro?",
+    ][: args.questions]
+    started = time.perf_counter()
+    for question in questions:
+        agent.run(question)
+    elapsed = time.perf_counter() - started
+    block = model.client.n_batch
+    read = {"no_reuse": 0, "aligned_blocks": 0, "longest_prefix": 0}
+    previous: list[int] = []
+    for prompt in prompts:
+        shared = next((i for i, (a, b) in enumerate(zip(previous, prompt, strict=False)) if a != b), None)
+        longest = min(len(previous), len(prompt)) if shared is None else shared
+        read["no_reuse"] += len(prompt)
+        read["aligned_blocks"] += len(prompt) - aligned_reuse(previous, prompt, block)
+        read["longest_prefix"] += len(prompt) - min(longest, len(prompt) - 1)
+        previous = prompt
+    return {"questions": len(questions), "model_calls": len(prompts), "n_batch": block,
+            "prompt_tokens_read": read, "run_seconds": round(elapsed, 1)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("part", choices=["speed", "check", "reuse"])
+    parser.add_argument("--model", default="qwen", choices=["qwen", "gemma"])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--generate", type=int, default=64)
+    parser.add_argument("--questions", type=int, default=3)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    figures = {"speed": speed, "check": check, "reuse": reuse}[args.part](args)
+    report = {"part": args.part, "model": args.model, **figures}
+    print(report)
+    write_json(args.out or RESULTS / f"local_runtime_{args.part}.json", report)
+
+
+if __name__ == "__main__":
+    main()

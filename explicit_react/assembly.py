@@ -1,0 +1,89 @@
+"""Joins a file shipped as parts in PyPI wheels into one file, atomically, with its checksum beside it."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+CHECKSUM_SUFFIX = ".sha256"
+
+
+def checksum_path(target: Path) -> Path:
+    """Where the checksum of ``target`` is recorded."""
+    return target.with_name(target.name + CHECKSUM_SUFFIX)
+
+
+def is_assembled(target: Path, parts: Sequence[Path], expected: str | None, *, verify: bool) -> bool:
+    """Cheap check (size and recorded checksum), or a full re-hash with ``verify``."""
+    checksum_file = checksum_path(target)
+    if not target.is_file() or not checksum_file.is_file():
+        return False
+    if target.stat().st_size != sum(part.stat().st_size for part in parts):
+        return False
+    recorded = (
+        checksum_file.read_text(encoding="utf-8").split(maxsplit=1)[0] if checksum_file.stat().st_size else ""
+    )
+    if expected and recorded != expected:
+        return False
+    return not verify or sha256_of(target) == recorded
+
+
+def sha256_of(path: Path) -> str:
+    """The sha256 of a file, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with path.open("rb") as file:
+        while block := file.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def join_parts(parts: Sequence[Path], target: Path, *, progress: bool = False) -> str:
+    """Concatenate ``parts`` into ``target`` atomically (temp file, then rename); return its sha256."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    total = sum(part.stat().st_size for part in parts)
+    digest = hashlib.sha256()
+    handle, temp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".partial")
+    try:
+        with os.fdopen(handle, "wb") as out, _progress_bar(progress, total, target.name) as advance:
+            for part in parts:
+                with part.open("rb") as source:
+                    while block := source.read(1 << 22):
+                        out.write(block)
+                        digest.update(block)
+                        advance(len(block))
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(temp_name, 0o644)  # mkstemp makes it private; weights are not secret
+        os.replace(temp_name, target)
+    except BaseException:
+        Path(temp_name).unlink(missing_ok=True)
+        raise
+    return digest.hexdigest()
+
+
+@contextlib.contextmanager
+def _progress_bar(show: bool, total: int, label: str) -> Iterator[Callable[[int], None]]:
+    """Yield ``advance(n_bytes)``: a rich progress bar on stderr when ``show``, else a no-op."""
+    if not show:
+        yield lambda _: None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
+    columns = (TextColumn(f"Assembling {label}"), BarColumn(), DownloadColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("assemble", total=total)
+        yield lambda n: bar.advance(task, n)
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Write ``data`` to a temporary file beside ``path``, then rename it over ``path``."""
+    handle, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
+    with os.fdopen(handle, "wb") as out:
+        out.write(data)
+    os.chmod(temp_name, 0o644)
+    os.replace(temp_name, path)
