@@ -78,8 +78,10 @@ class _AlignedLlama(llama_cpp.Llama):
     def generate(self, tokens: Sequence[int], *args: Any, **kwargs: Any) -> Any:
         tokens = list(tokens)
         if kwargs.get("reset", True):
-            # Llama.generate reuses at most the first n_tokens cached tokens; they match `tokens`.
-            self.n_tokens = aligned_reuse(getattr(self, "_last_prompt", ()), tokens, self.n_batch)
+            # What is still cached of the last prompt (none after reset()), cut to whole blocks;
+            # Llama.generate then reuses exactly the first n_tokens cached tokens, which match `tokens`.
+            cached = getattr(self, "_last_prompt", [])[: self.n_tokens]
+            self.n_tokens = aligned_reuse(cached, tokens, self.n_batch)
             self._last_prompt = tokens
         return super().generate(tokens, *args, **kwargs)
 
