@@ -174,3 +174,22 @@ def test_at_a_limit_the_grammar_asks_the_real_model_for_a_final_answer(gemma: Ba
     messages = agent.transport.final_messages("What is 2 + 2?", [], [], "")
     completion = agent.final_model.complete(messages)
     assert isinstance(parse(completion.text), FinalAnswer), completion.text
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_llama_cpp_prints_nothing_unless_verbose(verbose: bool) -> None:
+    """In a child process, so that output written by native code to file descriptor 2 is seen."""
+    import subprocess
+    import sys
+
+    code = (
+        "from explicit_react import models; "
+        f"m = models.load_model('local:gemma', n_ctx=256, max_tokens=4, verbose={verbose}); "
+        "m.invoke('Say hello.')"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    if verbose:
+        assert "llama_" in done.stderr  # the loading log, e.g. llama_context / llama_kv_cache lines
+    else:
+        assert done.stderr == "" and done.stdout == ""
