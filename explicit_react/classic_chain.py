@@ -26,6 +26,8 @@ DEFAULT_INPUT_KEY = "input"
 DEFAULT_OUTPUT_KEYS = ("output",)
 """The output keys of a runnable agent (what our prompt's and LangChain's runnable agents return)."""
 INTERMEDIATE_STEPS = "intermediate_steps"
+RUN_KEY = "__run"
+"""The output key of ``RunInfo`` when ``include_run_info=True`` (as in ``langchain_classic``)."""
 
 
 def classic_invalid_tool_text(requested: str, available: Sequence[str]) -> str:

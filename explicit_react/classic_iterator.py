@@ -16,11 +16,13 @@ from uuid import UUID
 
 from langchain_core.agents import AgentAction
 from langchain_core.callbacks import Callbacks
+from langchain_core.outputs import RunInfo
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.utils import AddableDict
 from langchain_core.tools import BaseTool
 from langchain_core.utils.input import get_color_mapping
 
+from explicit_react.classic_chain import RUN_KEY
 from explicit_react.types import StopReason
 
 if TYPE_CHECKING:
@@ -107,6 +109,13 @@ class AgentExecutorIterator:
         self.iterations += 1
         self.time_elapsed = time.time() - self.start_time
 
+    def make_final_outputs(self, outputs: dict[str, Any], run_manager: Any) -> AddableDict:
+        """The final chunk for ``outputs`` (saved to memory; ``__run`` added when asked), as in the classic."""
+        final = AddableDict(self.agent_executor.prep_outputs(self.inputs, outputs, return_only_outputs=True))
+        if self.include_run_info:
+            final[RUN_KEY] = RunInfo(run_id=run_manager.run_id)
+        return final
+
     def _config(self) -> RunnableConfig:
         config: RunnableConfig = {
             "callbacks": self.callbacks,
@@ -119,31 +128,21 @@ class AgentExecutorIterator:
             config["run_id"] = self.run_id
         return config
 
+    def _every_chunk(self) -> dict[str, bool]:
+        """Ask the run for every chunk (actions, steps, iteration ends): ``_take`` keeps the books and picks."""
+        return {"yield_actions": True, "yield_iterations": True, "include_run_info": self.include_run_info}
+
     def __iter__(self) -> Iterator[AddableDict]:
         """Run, yielding as described in the class docstring."""
         self.reset()
-        chunks = self.agent_executor._chunks(
-            self.inputs,
-            self._config(),
-            yield_actions=True,
-            yield_iterations=True,
-            include_run_info=self.include_run_info,
-        )
-        for chunk in chunks:
+        for chunk in self.agent_executor._chunks(self.inputs, self._config(), **self._every_chunk()):
             if (shown := self._take(chunk)) is not None:
                 yield shown
 
     async def __aiter__(self) -> AsyncIterator[AddableDict]:
         """Async ``__iter__``."""
         self.reset()
-        chunks = self.agent_executor._achunks(
-            self.inputs,
-            self._config(),
-            yield_actions=True,
-            yield_iterations=True,
-            include_run_info=self.include_run_info,
-        )
-        async for chunk in chunks:
+        async for chunk in self.agent_executor._achunks(self.inputs, self._config(), **self._every_chunk()):
             if (shown := self._take(chunk)) is not None:
                 yield shown
 

@@ -43,6 +43,7 @@ from langchain_core.tools import BaseTool
 from langchain_core.tools.render import ToolsRenderer, render_text_description
 
 from explicit_react.classic_chain import (
+    RUN_KEY,
     ClassicChainAPI,
     chain_callbacks,
     chain_verbose,
@@ -62,8 +63,6 @@ FORCE_STOP_TEXT = "Agent stopped due to iteration limit or time limit."
 """The classic answer when ``early_stopping_method="force"`` ends a run at a limit."""
 FINAL_ANSWER_NOTE = "I now need to return a final answer based on the previous steps:"
 """The classic note for ``early_stopping_method="generate"``'s last call."""
-RUN_KEY = "__run"
-"""The output key of ``RunInfo`` when ``include_run_info=True`` (as in ``langchain_classic``)."""
 
 AgentDecision = Union[AgentAction, AgentFinish]  # noqa: UP007 (a runtime generic argument)
 Steps = list[tuple[AgentAction, Any]]

@@ -224,3 +224,54 @@ def _record(answer: str, correct: bool, *trace: tuple[str, str]) -> dict[str, An
 )
 def test_eval_diagnoses_each_wrong_answer(record: dict[str, Any], kind: str | None) -> None:
     assert load("eval/run.py").diagnose(record) == kind
+
+
+# -- bench/peer_suite.py: its offline parts (the run itself needs PyPI and is not in the tests) ---------
+def junit(cases: str) -> str:
+    return f'<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest">{cases}</testsuite></testsuites>'
+
+
+CLASSIC_JUNIT = junit(
+    '<testcase classname="tests.unit_tests.agents.test_agent" name="test_same" />'
+    '<testcase classname="tests.unit_tests.agents.test_agent" name="test_listed" />'
+    '<testcase classname="tests.unit_tests.agents.test_agent_async" name="test_new">'
+    '<skipped message="needs a package" /></testcase>'
+)
+OUR_JUNIT = junit(
+    '<testcase classname="tests.unit_tests.agents.test_agent" name="test_same" />'
+    '<testcase classname="tests.unit_tests.agents.test_agent" name="test_listed"><failure message="m" /></testcase>'
+    '<testcase classname="tests.unit_tests.agents.test_agent_async" name="test_new">'
+    '<failure message="AssertionError: assert &apos;a&apos; == &apos;b&apos;&#10;more">trace</failure></testcase>'
+)
+
+
+def test_peer_suite_reads_junit_and_flags_differences_not_in_the_docs(tmp_path: Path) -> None:
+    peer = load("peer_suite.py")
+    (tmp_path / "classic.xml").write_text(CLASSIC_JUNIT, encoding="utf-8")
+    (tmp_path / "ours.xml").write_text(OUR_JUNIT, encoding="utf-8")
+    results = {"classic": peer.read_junit(tmp_path / "classic.xml")}
+    results["explicit_react"] = results["classic_unknown_tool"] = peer.read_junit(tmp_path / "ours.xml")
+    assert results["explicit_react"]["test_agent_async.py::test_new"] == {
+        "outcome": "failed",
+        "message": "AssertionError: assert 'a' == 'b'",
+    }
+    rows = {row["test"]: row for row in peer.compare(results, {"test_agent.py::test_listed": "on purpose"})}
+    assert rows["test_agent.py::test_same"]["status"] == "same"
+    listed = rows["test_agent.py::test_listed"]
+    assert (listed["classic"], listed["explicit_react"], listed["status"], listed["reason"]) == (
+        "passed",
+        "failed",
+        "documented",
+        "on purpose",
+    )
+    assert rows["test_agent_async.py::test_new"]["status"] == "UNEXPLAINED"  # skipped there, failed here
+
+
+def test_peer_suite_documented_differences_are_the_migration_table() -> None:
+    documented = load("peer_suite.py").documented_differences()
+    assert len(documented) == 5
+    assert "test_agent_iterator.py::test_agent_iterator_failing_tool" in documented
+    assert all(reason for reason in documented.values())
+    recorded = json.loads((BENCH / "results" / "peer_suite.json").read_text(encoding="utf-8"))
+    assert {r["test"] for r in recorded["tests"] if r["status"] != "same"} == set(documented)
+    assert recorded["summary"]["UNEXPLAINED"] == 0

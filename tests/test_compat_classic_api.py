@@ -9,10 +9,13 @@ including their failure paths. bench/peer_suite.py runs langchain_classic's own 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import uuid
 import warnings
+from types import SimpleNamespace
 from typing import Any
 
+import pydantic
 import pytest
 from langchain_classic.agents import AgentExecutor as ClassicExecutor
 from langchain_classic.agents import AgentExecutorIterator as ClassicIterator
@@ -432,3 +435,60 @@ def test_async_iterator_keeps_the_books() -> None:
     assert chunks[-1]["output"] == "done"
     assert iterator.iterations == 3
     assert [o for _, o in iterator.intermediate_steps] == ["result for a", "result for b"]
+
+
+# -- Nothing of the classic surface is missing ----------------------------------------------------
+NOT_PROVIDED = {
+    # RunnableSerializable (LangChain serialisation, configurable fields): we are a plain Runnable
+    "configurable_alternatives",
+    "configurable_fields",
+    "get_lc_namespace",
+    "is_lc_serializable",
+    "lc_attributes",
+    "lc_id",
+    "lc_secrets",
+    "to_json",
+    "to_json_not_implemented",
+    # the classic's pydantic validators, run at construction (ours does the same in __init__)
+    "raise_callback_manager_deprecation",
+    "set_verbose",
+    "validate_runnable_agent",
+    "validate_tools",
+}
+
+
+def public(cls: type) -> set[str]:
+    return {name for name in dir(cls) if not name.startswith("_")}
+
+
+def test_every_public_member_of_the_classic_executor_is_there() -> None:
+    missing = public(ClassicExecutor) - public(AgentExecutor) - public(pydantic.BaseModel)
+    assert missing == NOT_PROVIDED  # a new classic member shows up here
+    assert public(ClassicIterator) <= public(AgentExecutorIterator)
+
+
+def test_every_classic_constructor_argument_is_accepted() -> None:
+    ours_arguments = set(inspect.signature(AgentExecutor.__init__).parameters)
+    assert set(ClassicExecutor.model_fields) | {"stream_runnable"} <= ours_arguments
+
+
+def test_make_final_outputs_saves_to_memory_and_adds_run_info() -> None:
+    saved: list[tuple[dict[str, Any], dict[str, Any]]] = []
+
+    class Memory:
+        memory_variables = ("history",)
+
+        def load_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
+            return {"history": ""}
+
+        def save_context(self, inputs: dict[str, Any], outputs: dict[str, Any]) -> None:
+            saved.append((inputs, outputs))
+
+    agent = create_react_agent(ScriptedChatModel([]), TOOLS, PROMPT)
+    iterator = AgentExecutor(agent=agent, tools=TOOLS, memory=Memory()).iter("q", include_run_info=True)
+    assert iterator.inputs == {"input": "q", "history": ""}
+    run_id = uuid.uuid4()
+    final = iterator.make_final_outputs({"output": "done"}, SimpleNamespace(run_id=run_id))
+    assert final == {"output": "done", "__run": final["__run"]}
+    assert final["__run"].run_id == run_id
+    assert saved == [({"input": "q", "history": ""}, {"output": "done"})]
