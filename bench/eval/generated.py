@@ -208,6 +208,7 @@ def run(args: argparse.Namespace, seeds: Sequence[int], command: str) -> dict[st
             "systems": systems,
             "knowledge": hand_written.KNOWLEDGE_SETTINGS,
             "fresh_context": True,
+            "brief": args.brief,
         },
         "model_load_seconds": round(time.perf_counter() - started, 2),
         "failure_classes": FAILURES,
@@ -237,6 +238,9 @@ def run(args: argparse.Namespace, seeds: Sequence[int], command: str) -> dict[st
                     **record,
                 }
                 record["failure"] = classify(question, record, world)
+                if args.brief:  # the steps were needed for the failure class only
+                    record.pop("trace", None)
+                    record.pop("last_reply", None)
                 report["records"][name].append(record)
                 report["summary"] = {system: summarise(recs) for system, recs in report["records"].items()}
                 hand_written.write_json(args.out, report)
@@ -315,6 +319,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=None,
         help="llama.cpp threads (default: all cores; 1 on a busy machine)",
     )
+    parser.add_argument("--brief", action="store_true", help="leave each record's steps out of the JSON")
     parser.add_argument(
         "--out", type=Path, default=None, help="default: bench/results/generated_<model>_<seeds>.json"
     )
@@ -334,6 +339,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"--model {args.model} --per-kind {args.per_kind} --systems {args.systems} "
         f"--max-iterations {args.max_iterations} --max-tokens {args.max_tokens} --n-ctx {args.n_ctx}"
         + (f" --threads {args.threads}" if args.threads else "")
+        + (" --brief" if args.brief else "")
     )
     if args.fresh:
         seeds = draw_fresh_seeds(
