@@ -56,6 +56,9 @@ from worlds import KINDS, TUNING_SEEDS, World, check, ideal_replies, sample  # n
 RESULTS = HERE.parent / "results"
 USED_SEEDS = RESULTS / "used_seeds.json"
 OBSERVATION_CHARS = 2000  # whole search results: the failure classes read them
+WRITE_EVERY = 5.0
+"""Seconds between two writes of the results file: a real model's every answer is kept at once, a
+scripted model's thousands of answers do not rewrite a growing file each time."""
 _NOT_RUN = frozenset({"parse_error", "repeated_call", "unsourced_numbers", "unknown_tool", "tool_denied"})
 
 
@@ -215,6 +218,7 @@ def run(args: argparse.Namespace, seeds: Sequence[int], command: str) -> dict[st
         "summary": {},
         "records": {name: [] for name in systems},
     }
+    written = 0.0
     for seed in seeds:
         world = World.generate(seed)
         tools = make_tools(world)
@@ -242,8 +246,9 @@ def run(args: argparse.Namespace, seeds: Sequence[int], command: str) -> dict[st
                     record.pop("trace", None)
                     record.pop("last_reply", None)
                 report["records"][name].append(record)
-                report["summary"] = {system: summarise(recs) for system, recs in report["records"].items()}
-                hand_written.write_json(args.out, report)
+                if time.perf_counter() - written > WRITE_EVERY:
+                    _write(args.out, report)
+                    written = time.perf_counter()
                 mark = "ok " if record["correct"] else "BAD"
                 print(
                     f"{question.id:24} {name:8} {mark} {record['seconds']:6.1f}s calls={record['llm_calls']} "
@@ -251,7 +256,13 @@ def run(args: argparse.Namespace, seeds: Sequence[int], command: str) -> dict[st
                     f"{record['failure'] or '':15} answer={record['answer'][:70]!r}",
                     flush=True,
                 )
+    _write(args.out, report)
     return report
+
+
+def _write(path: Path, report: dict[str, Any]) -> None:
+    report["summary"] = {system: summarise(records) for system, records in report["records"].items()}
+    hand_written.write_json(path, report)
 
 
 def _commit() -> str:
