@@ -310,7 +310,7 @@ def ask(agent: ExplicitReActAgent, question: str, args: argparse.Namespace) -> i
 
 def chat(agent: ExplicitReActAgent, args: argparse.Namespace) -> int:
     """Answer questions read from stdin until EOF or ``/exit``, each with the conversation so far."""
-    from explicit_react.qa import format_context
+    from explicit_react.context import format_context
 
     interactive = sys.stdin.isatty()
     if interactive:

@@ -30,3 +30,7 @@ class ConfigurationError(ValueError):
 
 class ModelCallError(RuntimeError):
     """The model call failed after every retry, or timed out; ends the run with ``LLM_ERROR``."""
+
+
+class PromptWarning(UserWarning):
+    """A custom prompt leaves out something the model needs (the tools, the reply format)."""

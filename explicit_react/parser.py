@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -162,11 +163,16 @@ def _grammar(labels: Labels) -> _Grammar:
     return _Grammar(label, kinds, exact, trailing_observation)
 
 
-def parse(text: str, *, labels: Labels = DEFAULT_LABELS) -> Action | FinalAnswer:
+def parse(text: str, *, labels: Labels = DEFAULT_LABELS, tools: Collection[str] = ()) -> Action | FinalAnswer:
     """Read a model reply as an ``Action`` or a ``FinalAnswer``.
+
+    ``tools``: the names of the real tools. The words that mean "no tool" (``none``, ``null``,
+    ``n/a``, ``nothing``) or "finish" (``Finish``, ``Final Answer``) as an Action keep that meaning
+    only when no tool has that name: a real tool called ``finish`` is called.
 
     Raises ``ParseError`` (and nothing else) with feedback for the model when the reply cannot be read.
     """
+    real = frozenset(name.lower() for name in tools)
     grammar = _grammar(labels)
     text = _clean(text, grammar)
     if not text.strip():
@@ -174,13 +180,13 @@ def parse(text: str, *, labels: Labels = DEFAULT_LABELS) -> Action | FinalAnswer
     found = _find_labels(text, grammar)
     text, found = _cut_continuation(text, found, grammar)
 
-    action = _first_action(text, found, labels)
+    action = _first_action(text, found, labels, real)
     final = _first_final(found, has_action=action is not None)
     if final is not None and (action is None or final.start < action.start):
         return _final_answer(text, found, final, labels)
     if action is not None:
-        return _checked_action(text, found, action, labels)
-    blob = _json_blob(text, labels)
+        return _checked_action(text, found, action, labels, real)
+    blob = _json_blob(text, labels, real)
     if blob is not None:
         return blob
     raise _missing_parts(text, found, labels)
@@ -251,7 +257,7 @@ class _Found(NamedTuple):
     tool_input: ToolInput
 
 
-def _first_action(text: str, found: list[_Label], labels: Labels) -> _Found | None:
+def _first_action(text: str, found: list[_Label], labels: Labels, real: frozenset[str]) -> _Found | None:
     """The first Action that has an input: an Action Input label, call/bracket syntax, or, when no
     other Action follows, an input written on the Action line itself."""
     for index, label in enumerate(found):
@@ -269,12 +275,12 @@ def _first_action(text: str, found: list[_Label], labels: Labels) -> _Found | No
         elif call_input is not None:
             tool_input = call_input
         elif inline_input is not None and next_step is None:
-            if tool.lower() in _NO_TOOL:  # "Action: None, I know the answer": not an action
+            if _names_no_tool(tool, real):  # "Action: None, I know the answer": not an action
                 continue
             tool_input = inline_input
         else:
             continue
-        if tool.lower() in _NO_TOOL:
+        if _names_no_tool(tool, real):
             raise _error(f"Your {labels.action} line names no tool.", text, labels)
         return _Found(label.start, label.line_start, tool, tool_input)  # type: ignore[arg-type]
     return None
@@ -315,7 +321,9 @@ def _final_answer(text: str, found: list[_Label], final: _Label, labels: Labels)
     return FinalAnswer(answer, _thought(text, found, final.start), text[:end].rstrip())
 
 
-def _checked_action(text: str, found: list[_Label], action: _Found, labels: Labels) -> Action | FinalAnswer:
+def _checked_action(
+    text: str, found: list[_Label], action: _Found, labels: Labels, real: frozenset[str]
+) -> Action | FinalAnswer:
     """The action, unless a Final Answer follows it (a conflict) or it names the final answer."""
     if any(label.kind == _FINAL and label.start > action.start for label in found):
         raise _error(
@@ -324,9 +332,21 @@ def _checked_action(text: str, found: list[_Label], action: _Found, labels: Labe
             labels,
         )
     thought = _thought(text, found, action.start)
-    if action.tool.lower() in (labels.final_answer.lower(), labels.finish.lower()):
+    if _names_finish(action.tool, labels, real):
         return FinalAnswer(_as_text(action.tool_input), thought, text.rstrip())
     return Action(action.tool, action.tool_input, thought, text.rstrip())
+
+
+def _names_no_tool(tool: str, real: frozenset[str]) -> bool:
+    """True when ``tool`` is a word for "no tool" that no real tool is called."""
+    return tool.lower() in _NO_TOOL and tool.lower() not in real
+
+
+def _names_finish(tool: str, labels: Labels, real: frozenset[str], *, finish: bool = True) -> bool:
+    """True when ``tool`` is the Final Answer label (or, with ``finish``, ``Finish``) and no real tool
+    is called that."""
+    words = (labels.final_answer, labels.finish) if finish else (labels.final_answer,)
+    return tool.lower() in {w.lower() for w in words} and tool.lower() not in real
 
 
 def _thought(text: str, found: list[_Label], decision: int) -> str:
@@ -339,7 +359,7 @@ def _thought(text: str, found: list[_Label], decision: int) -> str:
     return text[:first].strip()
 
 
-def _json_blob(text: str, labels: Labels) -> Action | FinalAnswer | None:
+def _json_blob(text: str, labels: Labels, real: frozenset[str]) -> Action | FinalAnswer | None:
     """A JSON action blob anywhere in the text: ``{"action": ..., "action_input": ...}`` and kin."""
     blobs = [(start, blob) for start, blob in _json_objects(text) if _blob_parts(blob)]
     if not blobs:
@@ -355,7 +375,7 @@ def _json_blob(text: str, labels: Labels) -> Action | FinalAnswer | None:
     start, blob = blobs[0]
     tool, raw_input = _blob_parts(blob)  # type: ignore[misc]
     thought = text[:start].strip()
-    if " ".join(tool.split()).lower() == labels.final_answer.lower():
+    if _names_finish(" ".join(tool.split()), labels, real, finish=False):
         return FinalAnswer(_as_text(raw_input), thought, text.rstrip())
     if isinstance(raw_input, str):
         tool_input: ToolInput = _tool_input(raw_input)
@@ -363,7 +383,7 @@ def _json_blob(text: str, labels: Labels) -> Action | FinalAnswer | None:
         tool_input = raw_input
     else:  # a JSON scalar: null is no input, numbers and booleans are their JSON text
         tool_input = "" if raw_input is None else json.dumps(raw_input)
-    if tool.lower() in _NO_TOOL:
+    if _names_no_tool(tool, real):
         raise _error(f"Your {labels.action} names no tool.", text, labels)
     return Action(tool, tool_input, thought, text.rstrip())
 

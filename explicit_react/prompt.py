@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
@@ -9,6 +11,7 @@ from importlib import resources
 from string import Template
 from typing import Any
 
+from explicit_react.errors import ConfigurationError, PromptWarning
 from explicit_react.scratchpad import NO_CALLS
 
 Message = dict[str, Any]
@@ -62,15 +65,77 @@ def _type_name(schema: Mapping[str, Any]) -> str:
     return "|".join(map(str, options)) or "value"
 
 
+SYSTEM_PLACEHOLDERS = ("tools", "tool_names", "format")
+"""What a custom system prompt may use: the tool list with descriptions, the tool names, the reply format."""
+_LANGCHAIN_PLACEHOLDER = re.compile(r"(?<![{$])\{([A-Za-z_]\w*)\}(?!\})")
+_BRACED = re.compile(r"(?<!\$)(?:\$\$)*\$\{([A-Za-z_]\w*)\}")
+_FILLED_ELSEWHERE = {
+    "input": "the question",
+    "question": "the question",
+    "agent_scratchpad": "the scratchpad",
+    "chat_history": "the context",
+    "context": "the context",
+}
+
+
+def check_system_template(template: str) -> str:
+    """A custom system prompt made ready to render, or a ``ConfigurationError`` saying what is wrong.
+
+    LangChain's ``{tools}`` style is accepted for the three placeholders (then ``{{``/``}}`` are
+    literal braces, as in LangChain); any other placeholder, in either style, is an error. A prompt
+    that does not show the tools or the reply format gets a ``PromptWarning``: the model would not
+    know what it can call, or how to write a call the parser reads.
+    """
+    langchain_style = _LANGCHAIN_PLACEHOLDER.findall(template)
+    for name in langchain_style:
+        if name not in SYSTEM_PLACEHOLDERS:
+            raise ConfigurationError(_unknown_placeholder("{" + name + "}", name))
+    if langchain_style:
+        template = _LANGCHAIN_PLACEHOLDER.sub(r"${\1}", template).replace("{{", "{").replace("}}", "}")
+    for name in _BRACED.findall(template):
+        if name not in SYSTEM_PLACEHOLDERS:
+            raise ConfigurationError(_unknown_placeholder("${" + name + "}", name))
+    used = {m["named"] or m["braced"] for m in Template.pattern.finditer(template)} - {None}
+    if "tools" not in used:
+        shown = "only their names (${tool_names})" if "tool_names" in used else "nothing about them"
+        warnings.warn(
+            f"the custom system prompt has no ${{tools}} placeholder: the model is told {shown}, "
+            "not what each tool does or takes",
+            PromptWarning,
+            stacklevel=3,
+        )
+    if "format" not in used and "Action Input" not in template:
+        warnings.warn(
+            "the custom system prompt has no ${format} placeholder and does not spell out the reply "
+            "format (Thought / Action / Action Input / Final Answer): the parser may not read the replies",
+            PromptWarning,
+            stacklevel=3,
+        )
+    return template
+
+
+def _unknown_placeholder(written: str, name: str) -> str:
+    where = (
+        f" The agent puts {_FILLED_ELSEWHERE[name]} in the user message itself, after the system prompt."
+        if name in _FILLED_ELSEWHERE
+        else " Write $$ for a literal $ sign, {{ }} for literal braces in LangChain style."
+    )
+    allowed = ", ".join("${" + p + "}" for p in SYSTEM_PLACEHOLDERS)
+    return f"prompt: unknown placeholder {written}; a system prompt may use {allowed} (or {{tools}} style).{where}"
+
+
 class ReActPrompt:
     """The prompt, read from text files and rendered in one pass per message.
 
-    ``system`` replaces the system template; it may use ``${tools}``, ``${tool_names}`` and ``${format}``.
+    ``system`` replaces the system template; it may use ``${tools}``, ``${tool_names}`` and ``${format}``
+    (or LangChain's ``{tools}`` style); see ``check_system_template`` for what is refused or warned about.
     A custom one is also the system message of the tool-free call at a limit (``final_system``).
     """
 
     def __init__(self, system: str | None = None) -> None:
         default = load_template("system")
+        if system is not None and system.strip() != default.strip():
+            system = check_system_template(system)
         self.system_template = system if system is not None else default
         self.custom_system = self.system_template.strip() != default.strip()
         """True when ``system`` differs from ``prompts/system.txt``."""

@@ -85,6 +85,8 @@ class TextProtocol:
         self.constrain = constrain
         self._llm: Any = None
         self._tool_names: tuple[str, ...] = ()
+        self.names: tuple[str, ...] = ()
+        """The names of the tools the model is shown (set by ``bind``)."""
         self._without: dict[str, Any] = {}
 
     def _constrains(self, llm: Any) -> bool:
@@ -94,7 +96,9 @@ class TextProtocol:
     def bind(self, llm: Any, tools: Sequence[BaseTool]) -> Any:
         """The model as it is (the tools are described in the prompt); a llama.cpp model, unless
         ``constrain`` is off or it has a grammar set, is held to the ReAct format and the names of
-        ``tools`` by a grammar (with no tools, to a Final Answer)."""
+        ``tools`` by a grammar (with no tools, to a Final Answer). The parser reads the replies
+        knowing these names (a real tool called ``finish`` is called, not taken for a final answer)."""
+        self.names = tuple(t.name for t in tools)
         if self._constrains(llm):
             self._llm, self._tool_names = llm, tuple(t.name for t in tools)
             return with_grammar(llm, react_grammar(self._tool_names), self.stop)
@@ -155,7 +159,7 @@ class TextProtocol:
     def read(self, completion: Completion) -> Turn:
         """Parse the reply; an unreadable one gives the parser's feedback."""
         try:
-            decision = parse(completion.text)
+            decision = parse(completion.text, tools=self.names)
         except ParseError as exc:
             return Turn(completion.text, None, exc.feedback, completion.usage, completion.seconds)
         return Turn(completion.text, decision, None, completion.usage, completion.seconds)

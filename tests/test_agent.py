@@ -469,3 +469,19 @@ def test_the_public_names_are_listed_once_for_lazy_loading() -> None:
 
     assert sorted(explicit_react._HOMES) == explicit_react.__all__
     assert all(getattr(explicit_react, name) is not None for name in explicit_react.__all__)
+
+
+@pytest.mark.parametrize("name", ["finish", "none", "null", "nothing", "n/a", "answer"])
+def test_a_real_tool_named_like_a_keyword_is_called(name: str) -> None:
+    called: list[str] = []
+
+    def run(text: str) -> str:
+        called.append(text)
+        return "filed"
+
+    keyword_tool = StructuredTool.from_function(run, name=name, description="File the report.")
+    model = ScriptedChatModel([action(name, "the report"), final("Filed.")])
+    result = ExplicitReActAgent(model, [search, keyword_tool]).run("File the report.")
+    assert called == ["the report"]
+    assert result.steps[0].action == name and result.steps[0].observation == "filed"
+    assert result.answer == "Filed." and result.stop_reason is StopReason.SUCCESS

@@ -840,3 +840,38 @@ def test_json_blob_scalar_inputs_become_text(blob: str, expected: str) -> None:
     # found by the label-soup property test: a JSON scalar input must still be a str
     result = parse(blob)
     assert isinstance(result, Action) and result.tool_input == expected
+
+
+# -- Tool names are the user's: the finishing and "no tool" words mean that only when no tool has the name
+@pytest.mark.parametrize("name", ["finish", "Finish", "none", "null", "nothing", "n/a", "answer"])
+def test_a_real_tool_named_like_a_keyword_is_an_action(name: str) -> None:
+    reply = f"Thought: I will call it.\nAction: {name}\nAction Input: the report"
+    decision = parse(reply, tools=["search", name.lower()])
+    assert isinstance(decision, Action) and decision.tool == name and decision.tool_input == "the report"
+
+
+@pytest.mark.parametrize(
+    ("reply", "tools"),
+    [
+        ("Thought: done.\nAction: Finish[42]", ["search"]),
+        ('{"action": "Final Answer", "action_input": "42"}', ["search"]),
+    ],
+)
+def test_the_finishing_words_finish_when_no_tool_has_the_name(reply: str, tools: list[str]) -> None:
+    decision = parse(reply, tools=tools)
+    assert isinstance(decision, FinalAnswer) and decision.answer == "42"
+
+
+def test_a_bracket_call_to_a_real_finish_tool_is_an_action() -> None:
+    decision = parse("Thought: file it.\nAction: finish[ticket 7]", tools=["finish"])
+    assert isinstance(decision, Action) and decision.tool == "finish" and decision.tool_input == "ticket 7"
+
+
+def test_a_json_blob_naming_a_real_none_tool_is_an_action() -> None:
+    decision = parse('{"action": "none", "action_input": "x"}', tools=["none"])
+    assert isinstance(decision, Action) and decision.tool == "none"
+
+
+def test_none_without_such_a_tool_still_names_no_tool() -> None:
+    with pytest.raises(ParseError, match="names no tool"):
+        parse("Thought: t\nAction: none\nAction Input: x", tools=["search"])

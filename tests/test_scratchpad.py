@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from explicit_react import parser
+from explicit_react.errors import PromptWarning
 from explicit_react.prompt import ReActPrompt, ToolSpec, load_template, render
 from explicit_react.scratchpad import ScratchpadLimits, render_findings, render_step, truncate_middle
 from explicit_react.scratchpad import render as render_scratchpad
@@ -120,7 +123,8 @@ def test_the_final_call_gets_the_question_and_findings_not_the_transcript() -> N
 
 def test_the_final_call_keeps_a_custom_system_prompt() -> None:
     """It may hold instructions the answer must follow (a language, a persona)."""
-    custom = ReActPrompt("Answer in French. Tools: ${tool_names}.")
+    with pytest.warns(PromptWarning):  # no ${tools}, no format: the model is told little
+        custom = ReActPrompt("Answer in French. Tools: ${tool_names}.")
     system, _ = custom.final_answer_messages("Why?", [ToolSpec("search", "x")], "(none)")
     assert custom.custom_system and system["content"] == "Answer in French. Tools: search."
     same = ReActPrompt(load_template("system") + "\n")  # the default, passed in as text
@@ -172,7 +176,8 @@ def test_last_step_is_announced() -> None:
 
 
 def test_custom_system_prompt_and_dollar_signs_in_values() -> None:
-    prompt = ReActPrompt("Tools: ${tool_names}. Price $5.\n${format}")
+    with pytest.warns(PromptWarning, match="only their names"):
+        prompt = ReActPrompt("Tools: ${tool_names}. Price $5.\n${format}")
     system = prompt.system([ToolSpec("a", "costs $1"), ToolSpec("b", "x")])
     assert system.startswith("Tools: a, b. Price $5.")
     assert render("${x} and $y", x="$y") == "$y and $y"

@@ -1,0 +1,143 @@
+"""Turns what a LangChain user passes as context into prompt text or search documents.
+
+Accepted, alone or mixed in a list: a string (kept whole), LangChain ``Document``s (their
+``page_content`` and ``metadata["source"]``), ``BaseMessage`` history (``HumanMessage``,
+``AIMessage``...: conversation turns), dicts (documents ``{"content"|"page_content", "source"?}``
+or chat turns ``{"role", "content"}``), ``(role, content)`` pairs, and strings in a list (one
+document each). Anything else is a ``ConfigurationError`` that names its type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.documents import Document
+from langchain_core.messages import BaseMessage
+
+from explicit_react.errors import ConfigurationError
+
+_ROLES = {
+    "human": "User",
+    "user": "User",
+    "ai": "Assistant",
+    "assistant": "Assistant",
+    "system": "System",
+    "tool": "Tool",
+    "function": "Tool",
+}
+"""Message types and chat roles, as the conversation in the prompt names them."""
+
+
+@dataclass(frozen=True)
+class ContextDocument:
+    """One document of the context: its text and where it came from (``""`` when unknown)."""
+
+    content: str
+    source: str = ""
+
+    def to_dict(self) -> dict[str, str]:
+        """The document as ``{"content", "source"}`` (the shape ``KnowledgeBaseTool`` indexes)."""
+        return {"content": self.content, "source": self.source} if self.source else {"content": self.content}
+
+
+@dataclass(frozen=True)
+class Context:
+    """A context sorted into free text, documents and conversation turns (``(speaker, text)``)."""
+
+    text: str = ""
+    documents: tuple[ContextDocument, ...] = ()
+    turns: tuple[tuple[str, str], ...] = ()
+
+    def render(self, *, with_documents: bool = True) -> str:
+        """The prompt text: the free text, the numbered documents with their sources, then the
+        conversation; without the documents when ``with_documents`` is false (they are searched)."""
+        parts = [self.text.strip()] if self.text.strip() else []
+        if self.documents and with_documents:
+            lines = (
+                f"[{i}] {f'(source: {d.source}) ' if d.source else ''}{d.content.strip()}"
+                for i, d in enumerate(self.documents, 1)
+            )
+            parts.append("Documents:\n" + "\n".join(lines))
+        if self.turns:
+            parts.append("Conversation so far:\n" + "\n".join(f"{who}: {said}" for who, said in self.turns))
+        return "\n\n".join(parts)
+
+
+def read_context(context: Any) -> Context:
+    """Sort any accepted context shape (see the module docstring) into a ``Context``."""
+    if context is None:
+        return Context()
+    if isinstance(context, str):
+        return Context(text=context)
+    if isinstance(context, (Mapping, BaseMessage, Document)) or _is_pair(context):
+        context = [context]
+    if not isinstance(context, Iterable):
+        raise ConfigurationError(_unsupported(context))
+    documents: list[ContextDocument] = []
+    turns: list[tuple[str, str]] = []
+    for item in context:
+        if isinstance(item, BaseMessage):
+            turns.append((_speaker(item.type), item.text.strip()))
+        elif _is_pair(item):
+            turns.append((_speaker(item[0]), str(item[1]).strip()))
+        elif isinstance(item, Mapping) and "role" in item and "content" in item:
+            turns.append((_speaker(str(item["role"])), _text(item["content"]).strip()))
+        elif isinstance(item, str):
+            documents.append(ContextDocument(item))
+        else:
+            documents.append(_document(item))
+    return Context(documents=tuple(documents), turns=tuple(turns))
+
+
+def format_context(context: Any) -> str:
+    """Any accepted context shape as prompt text (``Context.render``)."""
+    return read_context(context).render()
+
+
+def _document(item: Any) -> ContextDocument:
+    if isinstance(item, Mapping):
+        content = item.get("content", item.get("page_content"))
+        metadata = item.get("metadata") or {}
+        source = item.get("source") or metadata.get("source")
+    elif isinstance(getattr(item, "page_content", None), str):  # a Document, or one from another library
+        content, metadata = item.page_content, getattr(item, "metadata", None) or {}
+        source = metadata.get("source")
+    else:
+        raise ConfigurationError(_unsupported(item))
+    if content is None:
+        raise ConfigurationError(
+            f"a context dict needs 'content' or 'page_content', or 'role' and 'content': got keys {sorted(item)}"
+        )
+    return ContextDocument(_text(content), str(source) if source else "")
+
+
+def _speaker(role: str) -> str:
+    return _ROLES.get(role.lower(), role.capitalize())
+
+
+def _text(content: Any) -> str:
+    """Message content as text: a string, or the text parts of a list of content blocks."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            b if isinstance(b, str) else str(b.get("text", ""))
+            for b in content
+            if isinstance(b, (str, Mapping))
+        )
+    return str(content)
+
+
+def _is_pair(item: Any) -> bool:
+    return (
+        isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str) and item[0].lower() in _ROLES
+    )
+
+
+def _unsupported(item: Any) -> str:
+    return (
+        f"context of type {type(item).__name__} is not supported: pass a string, LangChain Documents or "
+        "messages, dicts ({'content', 'source'} documents or {'role', 'content'} turns), or a list of these"
+    )

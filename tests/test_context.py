@@ -1,0 +1,131 @@
+"""Context shapes: strings, Documents, message history, dicts and mixtures, through every entry point."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.chat_history import InMemoryChatMessageHistory
+from langchain_core.documents import Document
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.runnables.history import RunnableWithMessageHistory
+
+from explicit_react import ExplicitReActAgent, GeneralQAAgent
+from explicit_react.context import format_context, read_context
+from explicit_react.errors import ConfigurationError
+from explicit_react.qa import MAX_INLINE_DOCUMENTS
+from explicit_react.testing import ScriptedChatModel
+from tests.helpers import action, final, search
+
+
+@pytest.mark.parametrize(
+    ("context", "expected"),
+    [
+        ("Paris is big", "Paris is big"),
+        (None, ""),
+        ([], ""),
+        (
+            Document("Paris is big.", metadata={"source": "atlas.md"}),
+            "Documents:\n[1] (source: atlas.md) Paris is big.",
+        ),
+        ([Document("a"), Document("b", metadata={"page": 2})], "Documents:\n[1] a\n[2] b"),
+        (["first", "second"], "Documents:\n[1] first\n[2] second"),
+        ({"page_content": "x", "metadata": {"source": "s"}}, "Documents:\n[1] (source: s) x"),
+        (
+            [HumanMessage("Hi"), AIMessage("Hello!"), SystemMessage("Be brief.")],
+            "Conversation so far:\nUser: Hi\nAssistant: Hello!\nSystem: Be brief.",
+        ),
+        ([("human", "Hi"), ("ai", "Hello")], "Conversation so far:\nUser: Hi\nAssistant: Hello"),
+        (
+            [
+                {"role": "user", "content": "Hi"},
+                {"role": "assistant", "content": [{"type": "text", "text": "Yo"}]},
+            ],
+            "Conversation so far:\nUser: Hi\nAssistant: Yo",
+        ),
+        (
+            [
+                Document("Doc text", metadata={"source": "d.md"}),
+                HumanMessage("What about it?"),
+                {"content": "More"},
+            ],
+            "Documents:\n[1] (source: d.md) Doc text\n[2] More\n\nConversation so far:\nUser: What about it?",
+        ),
+    ],
+)
+def test_format_context_renders_every_shape(context: object, expected: str) -> None:
+    assert format_context(context) == expected
+
+
+@pytest.mark.parametrize("bad", [123, [object()], [{"title": "no content"}]])
+def test_an_unsupported_context_names_what_was_wrong(bad: object) -> None:
+    with pytest.raises(ConfigurationError, match="context"):
+        format_context(bad)
+
+
+def test_a_string_context_is_one_text_through_answer() -> None:
+    model = ScriptedChatModel([final("Yes.")])
+    GeneralQAAgent(model, [search]).answer("Is Paris big?", "Paris is big")
+    prompt = model.calls[0].prompt
+    assert "Context:\nParis is big\n" in prompt
+    assert "[1] P" not in prompt  # not one document per character
+
+
+def test_documents_keep_their_source_through_answer() -> None:
+    model = ScriptedChatModel([final("Blue.")])
+    docs = [Document("The lab door is blue.", metadata={"source": "lab.md"})]
+    GeneralQAAgent(model, [search]).answer("What colour is the lab door?", docs)
+    assert "[1] (source: lab.md) The lab door is blue." in model.calls[0].prompt
+
+
+def test_many_documents_go_to_knowledge_search_as_dicts_do() -> None:
+    docs = [Document(f"Fact {i}: code word {i} is word{i}.", metadata={"source": f"d{i}"}) for i in range(20)]
+    assert len(docs) > MAX_INLINE_DOCUMENTS
+    model = ScriptedChatModel([action("knowledge_search", "code word 7"), final("word7")])
+    response = GeneralQAAgent(model, [search]).answer("What is code word 7?", docs)
+    first_prompt = model.calls[0].prompt
+    assert "- knowledge_search:" in first_prompt and "Fact 3" not in first_prompt
+    assert "20 documents are searchable with knowledge_search" in first_prompt
+    observation = response["detailed_steps"][0]["observation"]
+    assert "word7" in observation and "d7" in observation  # the source came along
+    assert response["answer"] == "word7"
+
+
+def test_many_documents_keep_the_conversation_in_the_prompt() -> None:
+    docs = [Document(f"Fact {i}.") for i in range(MAX_INLINE_DOCUMENTS + 1)]
+    model = ScriptedChatModel([final("ok")])
+    GeneralQAAgent(model, [search]).answer("q", [*docs, HumanMessage("Earlier question")])
+    assert "User: Earlier question" in model.calls[0].prompt
+
+
+def test_message_history_reaches_run_and_invoke_as_turns() -> None:
+    history = [HumanMessage("My name is Ada."), AIMessage("Nice to meet you, Ada.")]
+    model = ScriptedChatModel([final("Ada."), final("Ada.")])
+    agent = ExplicitReActAgent(model, [search])
+    agent.run("What is my name?", history)  # type: ignore[arg-type]
+    agent.invoke({"input": "What is my name?", "context": history})
+    for call in model.calls:
+        assert "User: My name is Ada.\nAssistant: Nice to meet you, Ada." in call.prompt
+        assert "content=" not in call.prompt  # no pydantic reprs
+
+
+def test_runnable_with_message_history_feeds_the_context() -> None:
+    store: dict[str, InMemoryChatMessageHistory] = {}
+    model = ScriptedChatModel([final("Nice to meet you, Ada."), final("Your name is Ada.")])
+    chain = RunnableWithMessageHistory(
+        ExplicitReActAgent(model, [search]),
+        lambda session_id: store.setdefault(session_id, InMemoryChatMessageHistory()),
+        input_messages_key="input",
+        history_messages_key="context",
+        output_messages_key="output",
+    )
+    config = {"configurable": {"session_id": "s1"}}
+    chain.invoke({"input": "My name is Ada."}, config)
+    out = chain.invoke({"input": "What is my name?"}, config)
+    assert out["output"] == "Your name is Ada."
+    assert "User: My name is Ada.\nAssistant: Nice to meet you, Ada." in model.calls[1].prompt
+    assert [m.content for m in store["s1"].messages][-1] == "Your name is Ada."
+
+
+def test_read_context_sorts_the_parts() -> None:
+    parts = read_context([Document("d", metadata={"source": "s"}), ("user", "u")])
+    assert [d.to_dict() for d in parts.documents] == [{"content": "d", "source": "s"}]
+    assert parts.turns == (("User", "u"),)
