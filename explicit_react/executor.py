@@ -3,7 +3,9 @@ every failure into an observation that starts with ``Error:``."""
 
 from __future__ import annotations
 
+import ast
 import asyncio
+import csv
 import dataclasses
 import difflib
 import json
@@ -14,8 +16,9 @@ from typing import Any
 
 import json_repair
 from langchain_core.callbacks import Callbacks
+from langchain_core.messages import BaseMessage
 from langchain_core.tools import BaseTool, StructuredTool, Tool, tool
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from explicit_react.deadline import Deadline, DeadlineExceeded, acall_with_timeout, call_with_timeout
 from explicit_react.errors import ConfigurationError
@@ -73,7 +76,12 @@ class ToolExecutor:
         self.tools = {t.name: t for t in tools}
         self.suggest = frozenset(suggest) if suggest is not None else frozenset()
         if len(self.tools) != len(tools):
-            raise ConfigurationError("two tools have the same name; tool names must be unique")
+            names = [t.name for t in tools]
+            twice = sorted({n for n in names if names.count(n) > 1})
+            raise ConfigurationError(
+                f"tool names must be unique: {', '.join(map(repr, twice))} is given more than once "
+                "(rename one with tool.name = ...)"
+            )
         self.specs = {t.name: tool_spec(t) for t in tools}
         self._loose = {normalize_name(name): name for name in self.tools}
 
@@ -117,7 +125,9 @@ class ToolExecutor:
         """The model's input shaped for the tool: text for text tools, a dict of arguments otherwise.
 
         A dict with one value fits a text tool; text fits a one-argument schema tool; text that is
-        JSON-like is parsed for a schema tool. What cannot fit is left for the schema to reject.
+        JSON-like is parsed for a schema tool. Positional values (``multiply(6, 7)`` gives a list,
+        ``multiply[6, 7]`` the text ``6, 7``) fill a schema tool's arguments in order. What cannot
+        fit is left for the schema to reject.
         """
         t = self.tools[name]
         if _takes_text(t):
@@ -133,10 +143,14 @@ class ToolExecutor:
             parsed = _json_object(tool_input)
             if parsed is not None and (only_arg is None or only_arg in parsed or len(arg_names) > 1):
                 return parsed
+            if parsed is None and (in_order := _in_order(spec, _positional_values(tool_input))):
+                return in_order
             if only_arg is not None:
                 return {only_arg: tool_input}
             return {_UNPARSED: tool_input}
         if isinstance(tool_input, list):
+            if in_order := _in_order(spec, tool_input):
+                return in_order
             return {only_arg: tool_input} if only_arg else {_UNPARSED: json.dumps(tool_input)}
         if len(arg_names) == 1 and arg_names[0] not in tool_input:
             if len(tool_input) == 1:
@@ -172,7 +186,7 @@ class ToolExecutor:
         return f"Error: invalid input for tool {name!r}: {problem}. Expected Action Input: {expected}"
 
     def _finish(self, t: BaseTool, output: Any, started: float) -> ToolOutcome:
-        observation = output if isinstance(output, str) else _as_text(output)
+        observation = observation_text(output)
         error = "tool_error" if observation.startswith("Error") else None
         outcome = ToolOutcome(
             observation, output, error, time.monotonic() - started, t.return_direct and not error
@@ -270,11 +284,36 @@ def _takes_text(t: BaseTool) -> bool:
     return isinstance(t, Tool) or t.args_schema is None
 
 
+NO_OUTPUT = "(the tool returned no output)"
+"""The observation for a tool that returned ``None`` or an empty string: never a blank, never ``null``."""
+
+
+def observation_text(output: Any) -> str:
+    """A tool's return value as the text the model reads: a string as it is, a pydantic model or a
+    dataclass (also inside lists and dicts) as JSON of its fields, a message as its text, ``None``
+    as ``NO_OUTPUT``."""
+    if isinstance(output, BaseMessage):
+        output = output.text
+    if isinstance(output, str):
+        return output if output.strip() else NO_OUTPUT
+    if output is None:
+        return NO_OUTPUT
+    return _as_text(output)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    return str(value)
+
+
 def _as_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     try:
-        return json.dumps(value, ensure_ascii=False, default=str)
+        return json.dumps(value, ensure_ascii=False, default=_jsonable)
     except (TypeError, ValueError):
         return str(value)
 
@@ -288,6 +327,33 @@ def _json_object(text: str) -> dict[str, Any] | None:
     except ValueError:
         value = json_repair.loads(stripped)
     return value if isinstance(value, dict) else None
+
+
+def _in_order(spec: ToolSpec, values: Sequence[Any]) -> dict[str, Any] | None:
+    """Positional ``values`` as the tool's arguments, in order, when they fit: a tool of several
+    arguments, at least its required ones given, no more than it has, and a first argument that does
+    not itself take a list. ``None`` otherwise."""
+    names = list(spec.args)
+    if not (len(names) > 1 and len(values) > 1 and len(spec.required) <= len(values) <= len(names)):
+        return None
+    if spec.args[names[0]].get("type") == "array":
+        return None
+    return dict(zip(names, values, strict=False))
+
+
+def _positional_values(text: str) -> list[Any]:
+    """``6, 7`` or ``"a, b", 3`` as a list of values: comma-separated, quotes respected, each a
+    Python/JSON literal when it is one (only literals are read, never code), else its text."""
+    if "," not in text or len(text) > 10_000:
+        return []
+    values = []
+    for piece in next(csv.reader([text.strip()], skipinitialspace=True), []):
+        try:
+            value = ast.literal_eval(piece.strip())
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            value = piece.strip()
+        values.append(value if isinstance(value, (str, int, float, bool)) else piece.strip())
+    return values
 
 
 def _first_sentence(text: str, limit: int = 100) -> str:

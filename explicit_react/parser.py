@@ -434,7 +434,8 @@ def _tool_name(name: str) -> str:
 
 
 def _call_arguments(args: str) -> ToolInput | None:
-    """Arguments of ``tool(query="x")``, ``tool("x")`` or ``tool({...})``; only literals, never code."""
+    """Arguments of ``tool(query="x")``, ``tool("x")``, ``tool({...})`` or ``tool(6, 7)`` (a list, in
+    order); only literals, never code."""
     args = args.strip()
     if not args:
         return None
@@ -449,6 +450,8 @@ def _call_arguments(args: str) -> ToolInput | None:
         if len(call.args) == 1 and not call.keywords:
             value = ast.literal_eval(call.args[0])
             return value if isinstance(value, (str, dict, list)) else str(value)
+        if len(call.args) > 1 and not call.keywords:  # multiply(6, 7): the executor maps them in order
+            return [ast.literal_eval(arg) for arg in call.args]
     except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
         return None
     return None

@@ -61,6 +61,7 @@ difference it had not looked up). The same call sent again runs."""
 # Numbers that need no source: 0-2 and the usual unit conversions (dozen, days, hours, percent, kilo).
 COMMON_NUMBERS = frozenset({0.0, 1.0, 2.0, 7.0, 10.0, 12.0, 24.0, 52.0, 60.0, 100.0, 365.0, 1000.0, 3600.0})
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?!\w)")
+_WRITTEN_NUMBER = re.compile(r"(?<![\w.])\d+(?:,\d{3}(?!\d))*(?:\.\d+)?(?!\w)")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 _SCALED = re.compile(r"(\d+(?:\.\d+)?)\s*(thousand|million|billion|trillion)\b", re.IGNORECASE)
 _SCALES = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
@@ -76,6 +77,11 @@ _WORD = re.compile(rf"\b({'|'.join(_WORDS)})\b", re.IGNORECASE)
 def numbers_in(text: str) -> list[float]:
     """The numbers written in ``text`` with digits (``68,000,000`` is one number; signs are dropped)."""
     return [float(n) for n in _NUMBER.findall(_THOUSANDS.sub("", text))]
+
+
+def written_numbers(text: str) -> list[tuple[str, float]]:
+    """The numbers written in ``text`` with digits, each as written (``1,234,567``) and as a value."""
+    return [(m[0], float(m[0].replace(",", ""))) for m in _WRITTEN_NUMBER.finditer(text)]
 
 
 def sourced_numbers(sources: str) -> set[float]:
@@ -95,12 +101,12 @@ def unsourced_numbers(tool_input: ToolInput, sources: str) -> list[str]:
         text = tool_input
     else:
         text = " ".join(map(str, tool_input.values() if isinstance(tool_input, Mapping) else tool_input))
-    wanted = [n for n in numbers_in(text) if n not in COMMON_NUMBERS]
+    wanted = [(written, n) for written, n in written_numbers(text) if n not in COMMON_NUMBERS]
     if not wanted:  # nothing to look for: the sources need not be read
         return []
     known = sourced_numbers(sources)
-    missing = (n for n in wanted if not any(math.isclose(n, k, rel_tol=1e-9) for k in known))
-    return list(dict.fromkeys(f"{n:g}" for n in missing))
+    missing = (w for w, n in wanted if not any(math.isclose(n, k, rel_tol=1e-9) for k in known))
+    return list(dict.fromkeys(missing))
 
 
 @dataclass

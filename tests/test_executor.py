@@ -6,9 +6,12 @@ import asyncio
 
 import pytest
 from langchain_core.tools import BaseTool, Tool, tool
+from pydantic import BaseModel
 
 from explicit_react.errors import ConfigurationError
 from explicit_react.executor import ToolExecutor, as_tool, tool_spec
+from explicit_react.parser import parse
+from explicit_react.types import Action
 from tests.helpers import search, subtract
 
 
@@ -205,3 +208,82 @@ def test_only_the_tools_the_model_may_use_are_suggested() -> None:
     assert observation.startswith("Error: there is no tool named 'frobnicate'")
     assert "calculator" in observation
     assert "search" not in observation
+
+
+@tool
+def multiply(a: float, b: float) -> float:
+    """Multiply a by b."""
+    return a * b
+
+
+@tool
+def scale(values: list[float], factor: float = 1.0) -> list[float]:
+    """Scale each value by factor."""
+    return [v * factor for v in values]
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        ("Action: multiply(6, 7)", "42.0"),
+        ("Action: multiply[6, 7]", "42.0"),
+        ("Action: multiply\nAction Input: 6, 7", "42.0"),
+        ("Action: multiply\nAction Input: [6, 7]", "42.0"),
+        ("Action: multiply(a=6, b=7)", "42.0"),
+    ],
+)
+def test_positional_calls_fill_the_arguments_in_order(reply: str, expected: str) -> None:
+    decision = parse(reply)
+    assert isinstance(decision, Action)
+    outcome = ToolExecutor([multiply]).execute(decision.tool, decision.tool_input)
+    assert outcome.error is None and outcome.observation == expected
+
+
+def test_too_many_positional_values_are_refused_with_the_schema() -> None:
+    outcome = ToolExecutor([multiply]).execute("multiply", [1, 2, 3])
+    assert outcome.error == "invalid_input" and '"a": number, "b": number' in outcome.observation
+
+
+def test_a_list_for_a_tool_whose_first_argument_is_a_list_is_not_spread() -> None:
+    outcome = ToolExecutor([scale]).execute("scale", [1, 2])
+    assert outcome.error is None and outcome.observation == "[1.0, 2.0]"
+
+
+def test_a_text_tool_keeps_commas_in_its_input() -> None:
+    outcome = ToolExecutor([search]).execute("search", "Paris, France")
+    assert outcome.observation == "No results for 'Paris, France'"
+
+
+def test_a_duplicate_tool_name_is_named() -> None:
+    with pytest.raises(ConfigurationError, match="'search' is given more than once"):
+        ToolExecutor([search, subtract, search])
+
+
+class Weather(BaseModel):
+    """A tool result as a pydantic model."""
+
+    city: str
+    celsius: float
+
+
+@tool
+def weather(city: str) -> Weather:
+    """The weather in a city."""
+    return Weather(city=city, celsius=21.5)
+
+
+@tool
+def nothing(task: str) -> None:
+    """Does the task and returns nothing."""
+
+
+@pytest.mark.parametrize(
+    ("t", "observation"),
+    [
+        (weather, '{"city": "Lyon", "celsius": 21.5}'),  # JSON of its fields, not a quoted str()
+        (nothing, "(the tool returned no output)"),  # never "null"
+    ],
+)
+def test_tool_return_values_become_readable_observations(t: BaseTool, observation: str) -> None:
+    outcome = ToolExecutor([t]).execute(t.name, "Lyon")
+    assert outcome.error is None and outcome.observation == observation

@@ -324,6 +324,8 @@ def test_any_model_output_ends_with_a_stop_reason_and_a_string_answer(script: li
         (["5 * 17"], "17 apples", ["5"]),  # a list input too
         ("-5 + 2", "5 degrees", []),  # signs are not part of the number
         ("sqrt(16) + x1", "x", ["16"]),  # digits inside a name are not numbers
+        ("1234567 * 3", "three", ["1234567"]),  # quoted as written, not as 1.23457e+06
+        ("1,234,567.50 - 0.125", "none", ["1,234,567.50", "0.125"]),  # separators and digits kept
     ],
 )
 def test_unsourced_numbers(tool_input: object, sources: str, missing: list[str]) -> None:
