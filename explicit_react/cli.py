@@ -237,9 +237,12 @@ def build_agent(args: argparse.Namespace) -> ExplicitReActAgent:
 
 
 def _console() -> Console:
+    """The trace's console on stderr; piped, it does not wrap lines at 80 columns (``soft_wrap``)."""
     from rich.console import Console
 
-    return Console(stderr=True, highlight=False)
+    console = Console(stderr=True, highlight=False)
+    console.soft_wrap = not console.is_terminal
+    return console
 
 
 class LiveTrace:
@@ -303,9 +306,14 @@ def ask(agent: ExplicitReActAgent, question: str, args: argparse.Namespace) -> i
     """Answer one question; exit code 0 when the model answered, 1 when the run stopped."""
     result = _run(agent, question, args.context)
     _print_result(result, args.json)
+    _say_why_it_stopped(result, args)
+    return EXIT_ANSWERED if result.success else EXIT_STOPPED
+
+
+def _say_why_it_stopped(result: AgentResult, args: argparse.Namespace) -> None:
+    """Without the trace (which says it), a run that stopped short says why on stderr."""
     if not result.success and not args.verbose:
         print(f"{PROG}: stopped ({result.stop_reason.value}): {result.error or ''}", file=sys.stderr)
-    return EXIT_ANSWERED if result.success else EXIT_STOPPED
 
 
 def chat(agent: ExplicitReActAgent, args: argparse.Namespace) -> int:
@@ -331,5 +339,6 @@ def chat(agent: ExplicitReActAgent, args: argparse.Namespace) -> int:
         context = "\n\n".join(part for part in (args.context, turns) if part)
         result = _run(agent, question, context)
         _print_result(result, args.json, indent=None)  # one JSON line per answer
+        _say_why_it_stopped(result, args)
         history += [{"role": "user", "content": question}, {"role": "assistant", "content": result.answer}]
     return EXIT_ANSWERED

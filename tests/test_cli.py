@@ -369,3 +369,23 @@ def test_live_trace_spins_only_on_a_terminal() -> None:
     piped = cli.LiveTrace(Console(file=io.StringIO(), force_terminal=False))
     piped.on_turn_start(1, 5)
     assert piped._status is None
+
+
+def test_chat_quiet_says_why_a_run_stopped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO("Population of Paris?\n"))
+    replies = [action("search", "population of Paris"), final("Roughly 2.1 million.")]
+    code = cli.main(
+        ["chat", "-q", "--model", script(tmp_path, *replies), "--tools", "search", "--max-iterations", "1"]
+    )
+    out, err = capsys.readouterr()
+    assert code == 0 and out.strip() == "Roughly 2.1 million."
+    assert "stopped (max_iterations)" in err
+
+
+def test_a_piped_trace_does_not_wrap_long_lines(monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
+    console = cli._console()
+    assert not console.is_terminal and console.soft_wrap
+    console.print("word " * 40)
+    assert len(capsys.readouterr().err.splitlines()) == 1
