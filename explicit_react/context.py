@@ -1,10 +1,17 @@
-"""Turns what a LangChain user passes as context into prompt text or search documents.
+"""Reads what a LangChain user passes in (the input and its context, in any of their shapes) as a
+question and the context's prompt text or search documents.
 
-Accepted, alone or mixed in a list: a string (kept whole), LangChain ``Document``s (their
-``page_content`` and ``metadata["source"]``), ``BaseMessage`` history (``HumanMessage``,
-``AIMessage``...: conversation turns), dicts (documents ``{"content"|"page_content", "source"?}``
-or chat turns ``{"role", "content"}``), ``(role, content)`` pairs, and strings in a list (one
-document each). Anything else is a ``ConfigurationError`` that names its type.
+The input (``read_input``): a question string, ``{"input"|"question": ..., "context"?: ...}``, a
+prompt value (``ChatPromptTemplate`` output), a list of messages, or a LangGraph ``MessagesState``
+dict (``{"messages": [...]}``). With messages, the last human message is the question and the
+others are the conversation so far.
+
+The context (``read_context``), alone or mixed in a list: a string (kept whole), LangChain
+``Document``s (their ``page_content`` and ``metadata["source"]``), ``BaseMessage`` history
+(``HumanMessage``, ``AIMessage``...: conversation turns), dicts (documents
+``{"content"|"page_content", "source"?}`` or chat turns ``{"role", "content"}``), ``(role,
+content)`` pairs, and strings in a list (one document each). Anything else is a
+``ConfigurationError`` that names its type.
 """
 
 from __future__ import annotations
@@ -14,7 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.documents import Document
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.prompt_values import PromptValue
 
 from explicit_react.errors import ConfigurationError
 
@@ -141,3 +149,47 @@ def _unsupported(item: Any) -> str:
         f"context of type {type(item).__name__} is not supported: pass a string, LangChain Documents or "
         "messages, dicts ({'content', 'source'} documents or {'role', 'content'} turns), or a list of these"
     )
+
+
+def read_input(input: Any, context: Any = None) -> tuple[str, str]:
+    """The question and the context's prompt text from any accepted input shape (module docstring).
+
+    ``context`` is used when the input carries none. Raises ``ConfigurationError`` for an input of
+    another type, a question that is not a string, or an empty question."""
+    if isinstance(input, PromptValue):
+        input = input.to_messages()
+    if isinstance(input, Mapping):
+        context = input.get("context", context)
+        if "input" in input or "question" in input:
+            input = input.get("input", input.get("question"))
+        elif "messages" in input:
+            input = input["messages"]
+        else:
+            raise ConfigurationError(
+                f"the input dict needs the question under 'input' (or 'question'), or a list of messages "
+                f"under 'messages'; it has {sorted(map(str, input))}"
+            )
+    if isinstance(input, Iterable) and not isinstance(input, str):
+        items = list(input)
+        if items and all(isinstance(m, BaseMessage) for m in items):
+            return _from_messages(items, context)
+    if not isinstance(input, str):
+        raise ConfigurationError(
+            f"the question must be a string (or a prompt value, or a list of messages), not {type(input).__name__}"
+        )
+    if not input.strip():
+        raise ConfigurationError("the question is empty: pass the text the agent should answer")
+    return input, format_context(context)
+
+
+def _from_messages(messages: list[BaseMessage], context: Any) -> tuple[str, str]:
+    last = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=None)
+    if last is None:
+        raise ConfigurationError("the messages hold no human message: the last one is the question")
+    question = messages[last].text.strip()
+    if not question:
+        raise ConfigurationError("the last human message is empty: it is the question")
+    parts = read_context(context)
+    history = read_context(messages[:last] + messages[last + 1 :])
+    both = Context(parts.text, parts.documents, parts.turns + history.turns)
+    return question, both.render()

@@ -6,10 +6,11 @@ import pytest
 from langchain_core.chat_history import InMemoryChatMessageHistory
 from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables.history import RunnableWithMessageHistory
 
 from explicit_react import ExplicitReActAgent, GeneralQAAgent
-from explicit_react.context import format_context, read_context
+from explicit_react.context import format_context, read_context, read_input
 from explicit_react.errors import ConfigurationError
 from explicit_react.qa import MAX_INLINE_DOCUMENTS
 from explicit_react.testing import ScriptedChatModel
@@ -129,3 +130,45 @@ def test_read_context_sorts_the_parts() -> None:
     parts = read_context([Document("d", metadata={"source": "s"}), ("user", "u")])
     assert [d.to_dict() for d in parts.documents] == [{"content": "d", "source": "s"}]
     assert parts.turns == (("User", "u"),)
+
+
+# -- The input: a question, a dict, a prompt value, messages, a MessagesState dict ----------------
+def test_read_input_takes_a_prompt_value() -> None:
+    value = ChatPromptTemplate.from_template("What is the capital of {country}?").invoke(
+        {"country": "France"}
+    )
+    assert read_input(value) == ("What is the capital of France?", "")
+
+
+def test_read_input_takes_messages_the_last_human_one_being_the_question() -> None:
+    messages = [
+        SystemMessage("Be brief."),
+        HumanMessage("I live in Lyon."),
+        AIMessage("Noted."),
+        HumanMessage("Where do I live?"),
+    ]
+    question, context = read_input(messages)
+    assert question == "Where do I live?"
+    assert context == "Conversation so far:\nSystem: Be brief.\nUser: I live in Lyon.\nAssistant: Noted."
+
+
+def test_read_input_takes_a_messages_state_with_its_context() -> None:
+    question, context = read_input(
+        {"messages": [HumanMessage("Q?")], "context": [Document("D", metadata={"source": "s"})]}
+    )
+    assert (question, context) == ("Q?", "Documents:\n[1] (source: s) D")
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        (123, "the question must be a string .*not int"),
+        ({"input": 5}, "the question must be a string .*not int"),
+        ("   ", "the question is empty"),
+        ({"query": "q"}, r"needs the question under 'input'.*\['query'\]"),
+        ([AIMessage("only the model spoke")], "no human message"),
+    ],
+)
+def test_read_input_refuses_what_it_cannot_use(bad: object, message: str) -> None:
+    with pytest.raises(ConfigurationError, match=message):
+        read_input(bad)
