@@ -143,7 +143,12 @@ class ToolExecutor:
             parsed = _json_object(tool_input)
             if parsed is not None and (only_arg is None or only_arg in parsed or len(arg_names) > 1):
                 return parsed
-            if parsed is None and (in_order := _in_order(spec, _positional_values(tool_input))):
+            # "6, 7" fills the arguments in order only when no single argument takes the text whole
+            if (
+                parsed is None
+                and only_arg is None
+                and (in_order := _in_order(spec, _positional_values(tool_input)))
+            ):
                 return in_order
             if only_arg is not None:
                 return {only_arg: tool_input}
@@ -344,7 +349,7 @@ def _in_order(spec: ToolSpec, values: Sequence[Any]) -> dict[str, Any] | None:
 def _positional_values(text: str) -> list[Any]:
     """``6, 7`` or ``"a, b", 3`` as a list of values: comma-separated, quotes respected, each a
     Python/JSON literal when it is one (only literals are read, never code), else its text."""
-    if "," not in text or len(text) > 10_000:
+    if "," not in text or "\n" in text.strip() or len(text) > 10_000:
         return []
     values = []
     for piece in next(csv.reader([text.strip()], skipinitialspace=True), []):

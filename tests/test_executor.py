@@ -287,3 +287,16 @@ def nothing(task: str) -> None:
 def test_tool_return_values_become_readable_observations(t: BaseTool, observation: str) -> None:
     outcome = ToolExecutor([t]).execute(t.name, "Lyon")
     assert outcome.error is None and outcome.observation == observation
+
+
+@tool
+def lookup(query: str, limit: int = 3) -> str:
+    """Look something up; at most limit results."""
+    return f"{query}|{limit}"
+
+
+def test_text_for_a_tool_with_one_required_argument_is_never_split_on_commas() -> None:
+    executor = ToolExecutor([lookup])
+    assert executor.execute("lookup", "Paris, France").observation == "Paris, France|3"
+    assert executor.execute("lookup", "a,\nb").observation == "a,\nb|3"
+    assert executor.execute("lookup", ["Paris", 5]).observation == "Paris|5"  # lookup("Paris", 5)
