@@ -33,6 +33,14 @@ def final(answer: str, thought: str = "I now know the final answer.") -> str:
     return f"Thought: {thought}\nFinal Answer: {answer}"
 
 
+class DiskFull:
+    """A run listener that fails on the second step, like a trace writer whose disk filled up."""
+
+    def on_step(self, step: Any, turn: int, max_turns: int) -> None:
+        if turn == 2:
+            raise OSError("No space left on device")
+
+
 class EventRecorder(BaseCallbackHandler):
     """Records callback events as ``(name, run_id, parent_run_id)``."""
 

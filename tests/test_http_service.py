@@ -20,7 +20,7 @@ from httpx_sse import connect_sse
 
 from explicit_react import Step
 from explicit_react.testing import ScriptedChatModel
-from tests.helpers import action, final, search, subtract
+from tests.helpers import DiskFull, action, final, search, subtract
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "http_service.py"
 _spec = importlib.util.spec_from_file_location("http_service", EXAMPLE)
@@ -115,15 +115,10 @@ def test_a_bad_request_is_a_422_and_runs_nothing(body: dict[str, Any]) -> None:
 
 
 def test_a_run_that_raises_midstream_ends_with_an_error_event() -> None:
-    class Broken:
-        def on_step(self, step: Step, turn: int, max_turns: int) -> None:
-            if turn == 2:
-                raise OSError("No space left on device")
-
     model = ScriptedChatModel(
         [action("search", "population of France"), action("search", "population of Paris")]
     )
-    client = TestClient(http_service.create_app(model, [search], listeners=[Broken()]))
+    client = TestClient(http_service.create_app(model, [search], listeners=[DiskFull()]))
     received = events(client, {"input": "q"})
     assert [kind for kind, _ in received] == ["step", "error"]
     assert received[-1][1] == {"error": "OSError: No space left on device"}

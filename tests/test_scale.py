@@ -9,10 +9,10 @@ from typing import Any
 
 from langchain_core.tools import tool
 
-from explicit_react import AgentResult, ExplicitReActAgent, Step, StopReason
+from explicit_react import AgentResult, ExplicitReActAgent, StopReason
 from explicit_react.scale import aanswer_all, failure_record
 from explicit_react.testing import ScriptedChatModel
-from tests.helpers import action, final, search
+from tests.helpers import DiskFull, action, final, search
 
 RESULT_KEYS = set(AgentResult("", [], StopReason.SUCCESS).to_dict())
 
@@ -71,13 +71,6 @@ def test_a_question_that_raises_is_a_record_and_the_others_are_answered() -> Non
 
 
 def test_a_run_that_raises_midway_keeps_its_steps() -> None:
-    class DiskFull:
-        """A listener that fails on the second step, like a trace writer whose disk filled up."""
-
-        def on_step(self, step: Step, turn: int, max_turns: int) -> None:
-            if turn == 2:
-                raise OSError("No space left on device")
-
     model = ScriptedChatModel(
         [action("search", "population of France"), action("search", "population of Paris")]
     )
