@@ -103,7 +103,8 @@ def prepare_workdir(scratch: Path) -> Path:
 
 def bwrap_command(workdir: Path, python_executable: str, *, allow_network: bool) -> list[str]:
     """The command that starts ``python_executable`` inside the sandbox (append its arguments)."""
-    command = ["bwrap", "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc"]
+    bwrap, setpriv = shutil.which("bwrap") or "bwrap", shutil.which("setpriv") or "setpriv"
+    command = [bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc"]
     command += ["--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox"]
     if not allow_network:
         command.append("--unshare-net")
@@ -122,7 +123,7 @@ def bwrap_command(workdir: Path, python_executable: str, *, allow_network: bool)
             command += ["--ro-bind", str(prefix), str(prefix)]
     command += ["--bind", str(workdir), str(workdir), "--chdir", str(workdir), "--"]
     if as_root():
-        command += ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+        command += [setpriv, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
         command += ["--inh-caps=-all", "--bounding-set=-all", "--no-new-privs"]
     return [*command, str(executable)]
 

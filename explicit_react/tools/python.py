@@ -140,7 +140,7 @@ class PythonREPLTool(BaseTool):
         return f"none ({found.description})" + ("" if self.allow_unisolated else "; calls are refused")
 
     def _run(self, code: str, run_manager: CallbackManagerForToolRun | None = None) -> str:
-        given_up = abandoned()
+        given_up = abandoned() or threading.Event()  # set when the agent stops waiting for this call
         with self._sandbox(code) as run:
             try:
                 process = subprocess.Popen(run.command, **run.popen_options())
@@ -155,14 +155,10 @@ class PythonREPLTool(BaseTool):
                 pump.start()
             try:
                 deadline = time.monotonic() + self.timeout
-                while process.poll() is None:
+                while process.poll() is None and not given_up.wait(0.02):
                     if time.monotonic() >= deadline:
                         run.timed_out = True
                         break
-                    if given_up is not None and given_up.wait(0.02):
-                        break  # the agent stopped waiting: end the call now, not at our own timeout
-                    if given_up is None:
-                        time.sleep(0.02)
             finally:
                 run.kill(process.pid)
                 process.wait()
