@@ -306,6 +306,14 @@ def test_the_runner_scores_the_ideal_model_on_every_system(
         assert summary["correct"] == summary["questions"] == len(worlds.KINDS)
         assert summary["mean_prompt_tokens"] > 0 and summary["mean_generated_tokens"] > 0
     assert "| **all** | **7/7** | **7/7** | **7/7** |" in capsys.readouterr().out
+    report["records"]["classic"].pop()  # as if the run had stopped before the classic agent's last answer
+    out.write_text(json.dumps(report), encoding="utf-8")
+    assert generated.main(["--show", str(out)]) == 0
+    shown = capsys.readouterr().out
+    assert (
+        "6 questions answered by every system" in shown
+        and "| **all** | **6/6** | **6/6** | **6/6** |" in shown
+    )
 
 
 def test_fresh_seeds_are_never_tuning_seeds_nor_drawn_twice(tmp_path: Path) -> None:

@@ -317,6 +317,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     which = parser.add_mutually_exclusive_group(required=True)
     which.add_argument("--seeds", help="'tuning' or a comma-separated list (e.g. to repeat a report)")
     which.add_argument("--fresh", type=int, help="draw this many never-used seeds and record them")
+    which.add_argument(
+        "--show", type=Path, help="print the tables of a results file, on the questions every system answered"
+    )
     parser.add_argument("--per-kind", type=int, default=3, help="questions of each kind per seed")
     parser.add_argument(
         "--systems", default=",".join(SYSTEMS), help=f"a comma-separated list of: {', '.join(SYSTEMS)}"
@@ -337,6 +340,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if unknown := set(args.systems.split(",")) - set(SYSTEMS):
         parser.error(f"unknown system(s): {', '.join(sorted(unknown))}")
+    if args.show:
+        report = json.loads(args.show.read_text(encoding="utf-8"))
+        records = report["records"]
+        done = set.intersection(*({r["id"] for r in of_system} for of_system in records.values()))
+        report["summary"] = {
+            system: summarise([r for r in recs if r["id"] in done]) for system, recs in records.items()
+        }
+        print(f"{len(done)} questions answered by every system (an unfinished run's last ones are left out)")
+        print_summary(report)
+        return 0
     model_slug = re.sub(r"[^a-z0-9]+", "_", args.model.lower()).strip("_")
     stamp = datetime.now(UTC).strftime("%Y%m%d_%H%M")
     if args.out is None:
