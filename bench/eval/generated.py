@@ -82,12 +82,17 @@ def draw_fresh_seeds(count: int, command: str, out: Path, path: Path = USED_SEED
             drawn.append(seed)
         seed += 1
     record = [
-        {"seed": s, "drawn_at": now.isoformat(timespec="seconds"), "command": command, "out": str(out)}
+        {"seed": s, "drawn_at": now.isoformat(timespec="seconds"), "command": command, "out": _relative(out)}
         for s in drawn
     ]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(used_seeds(path) + record, indent=1) + "\n", encoding="utf-8")
     return drawn
+
+
+def _relative(path: Path) -> str:
+    """``path`` from the repository's root, as a command run there names it."""
+    return os.path.relpath(path.resolve(), HERE.parents[1])
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -371,8 +376,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     else:
         seeds = parse_seeds(args.seeds)
-    out = Path(os.path.relpath(args.out.resolve(), HERE.parents[1]))
-    command = f"python bench/eval/generated.py --seeds {','.join(map(str, seeds))} {options} --out {shlex.quote(str(out))}"
+    command = (
+        f"python bench/eval/generated.py --seeds {','.join(map(str, seeds))} {options}"
+        f" --out {shlex.quote(_relative(args.out))}"
+    )
     report = run(args, seeds, command)
     print_summary(report)
     print(f"\nwrote {args.out}", file=sys.stderr)
