@@ -27,7 +27,10 @@ from explicit_react.types import TokenUsage
 
 STOP_SEQUENCE = f"\n{OBSERVATION}:"
 # A model that ignores the stop sequence may write its own observation; everything from there on is cut.
-_INVENTED_OBSERVATION = re.compile(rf"^[ \t>*_#]*{OBSERVATION}\s*\d*\s*[:：]", re.IGNORECASE | re.MULTILINE)
+# Possessive: spaces and digits split only one way, and backtracking over them is quadratic.
+_INVENTED_OBSERVATION = re.compile(
+    rf"^[ \t>*_#]*+{OBSERVATION}\s*+\d*+\s*+[:：]", re.IGNORECASE | re.MULTILINE
+)
 
 _TRANSIENT_NAMES = re.compile(
     r"RateLimit|ResourceExhausted|TooManyRequests|ServiceUnavailable|Unavailable|Timeout|TimedOut|"

@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+import sys
 from collections.abc import Collection
 from dataclasses import dataclass
 from functools import lru_cache
@@ -67,30 +68,54 @@ _SPECIAL_TOKEN = re.compile(r"<\|[^|<>\s]{1,64}\|>")
 _WHOLE_REPLY_FENCE = re.compile(
     r"\A\s*(?P<fence>`{3,})[\w+.-]*[ \t]*\n(?P<body>.*)\n[ \t]*(?P=fence)\s*\Z", re.S
 )
-_FENCE_PAIR = re.compile(r"(?P<fence>`{3,}).*?(?P=fence)", re.S)
-_FENCED_BLOCK = re.compile(r"\A(?P<fence>`{3,})[\w+.-]*[ \t]*\n?(?P<body>.*?)\n?[ \t]*(?P=fence)\Z", re.S)
+# Fences are found by scanning (``_fence_spans``, ``_fenced_body``): a fence-and-back-reference regex
+# backtracks cubically on a run of backticks.
+_BACKTICK_RUN = re.compile(r"`{3,}")
+_NOT_NEWLINE = re.compile(r"[^\n]")
+_INFO_STRING = re.compile(r"[\w+.-]*[ \t]*\n?")
 # Text that starts like a JSON object or array (not `{temperature in SF}` or `[what is it?]`).
 _JSON_START = re.compile(
     r"""\A(?:\{\s*(?:["'}]|\Z)|\[\s*(?:["'{\[\]\d-]|true\b|false\b|null\b|True\b|False\b|None\b|\Z))"""
 )
 _MARKDOWN_NOISE = re.compile(r"\A[*_]+\s*")
 _JSON_IN_CALL = re.compile(r"\A[A-Za-z_][\w.]*\s*\((?P<json>\s*\{.*\})\s*\)\s*\Z", re.S)
-_CALL = re.compile(r"\A(?P<name>[^()\[\]\n]+?)\s*\((?P<args>.*)\)\Z", re.S)
-_BRACKETS = re.compile(r"\A(?P<name>[^()\[\]\n]+?)\s*\[(?P<args>.*)\]\Z", re.S)
+# The name keeps the spaces before the parenthesis (``_tool_name`` strips them): a lazy name that
+# competes with ``\s*`` for them is quadratic on a run of spaces.
+_CALL = re.compile(r"\A(?P<name>[^()\[\]\n]++)\s*+\((?P<args>.*)\)\Z", re.S)
+_BRACKETS = re.compile(r"\A(?P<name>[^()\[\]\n]++)\s*+\[(?P<args>.*)\]\Z", re.S)
 # The input written on the Action line: ``Action: knowledge_search, "price of X"``,
 # ``Action: calculator: 2 + 2``, ``Action: mcp:search, weather`` (a name may hold a colon), and
 # ``Action: knowledge_search:search query: "x"`` (a bare colon splits only when the rest has a
 # space, so ``mcp:search`` alone stays one name). A short label (``input:``, ``query=``) is dropped
 # when a quoted or JSON value follows it.
-_LABEL = r"[A-Za-z_][\w ]{0,30}?\s*[:=]\s*(?=[\"'{])"
+_LABEL = r"[A-Za-z_][\w ]{0,30}+\s*+[:=]\s*+(?=[\"'{])"
 _INLINE_INPUTS = (  # tried in order
     re.compile(r"\A(?P<name>[A-Za-z_][\w.-]*):" + _LABEL + r"(?P<rest>\S.*)\Z"),
     re.compile(r"\A(?P<name>[A-Za-z_][\w.:-]*?)(?:\s*,\s*|:\s+)(?:" + _LABEL + r")?(?P<rest>\S.*)\Z"),
     re.compile(r"\A(?P<name>[A-Za-z_][\w.-]*):(?=\S*\s)(?P<rest>\S.*)\Z"),
 )
-_TOOL_NAME_NOISE = re.compile(r"\A[\s`'\"*_]+|[\s`'\"*_.,;:!]+\Z")
+# Stripped from a tool name: these before it, and these plus punctuation after it (matched on the
+# reversed name: a ``[...]+\Z`` search rescans a long run from each of its characters).
+_NAME_NOISE_BEFORE = re.compile(r"[\s`'\"*_]+")
+_NAME_NOISE_AFTER_REVERSED = re.compile(r"[\s`'\"*_.,;:!]+")
 _NO_TOOL = frozenset({"", "none", "null", "n/a", "nothing"})
 _NO_INPUT = frozenset({"", "none", "null", '""', "''"})
+# Strict JSON, token by token (for _scan_json): whitespace, then a string, a scalar or punctuation.
+_JSON_TOKEN = re.compile(
+    r"""[ \t\n\r]*+(?:(?P<string>"(?:[^"\\\x00-\x1f]++|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*+")"""
+    r"""|(?P<scalar>-?(?:0|[1-9][0-9]*+)(?:\.[0-9]++)?+(?:[eE][-+]?[0-9]++)?+|true|false|null|NaN|-?Infinity)"""
+    r"""|(?P<punct>[{}\[\]:,]))"""
+)
+_OBJECT_START = re.compile(r'\{[ \t\n\r]*+["}]')
+_VALUE, _VALUE_OR_CLOSE, _KEY, _KEY_OR_CLOSE, _COLON, _COMMA_OR_CLOSE = range(6)
+_MAX_JSON_DEPTH = 100
+"""JSON nested deeper than this is read as text: deeper values would overflow the stack of every
+recursive consumer downstream (``json.dumps``, validators, loop checks)."""
+# Runs _tidy_json copies unchanged: inside a string, and outside one.
+_TIDY_STRING_RUN = re.compile(r"[^\\\"'\x00-\x1f]+")
+_TIDY_PLAIN_RUN = re.compile(r"[^\"'/,{}\[\]A-Za-z_]+")
+_TIDY_OPENERS = re.compile(r"[{\[]+")
+_CLOSER_OF = str.maketrans("{[", "}]")
 _COMMA_BEFORE_CLOSER = re.compile(r",(?=\s*[}\]])")
 _BARE_WORD = re.compile(r"[A-Za-z_]\w*")
 _PYTHON_LITERALS = {"True": "true", "False": "false", "None": "null"}
@@ -215,19 +240,84 @@ def _clean(text: str, grammar: _Grammar) -> str:
 # -- 2. Find the labels -----------------------------------------------------------------------------
 def _find_labels(text: str, grammar: _Grammar) -> list[_Label]:
     """Every label outside code fences, in order; inside a line only when written exactly."""
-    masked = _FENCE_PAIR.sub(lambda fence: re.sub(r"[^\n]", " ", fence[0]), text)
+    masked = _mask_fences(text)
     found = []
+    line_begins = 0  # the start of the current match's line
+    last_word = -1  # the last character before the current match that is not one of " \t#>-"
+    scanned = 0  # line_begins and last_word are up to date for text[:scanned]
     for match in grammar.label.finditer(masked):
         group = match.lastgroup  # the label's word: "bold", the only other group, closes before it
         assert group is not None and group != "bold"
         word = match[group]
-        line_begins = text.rfind("\n", 0, match.start()) + 1
-        line_start = not text[line_begins : match.start()].strip(" \t#>-")
+        before = text[scanned : match.start()]
+        if (newline := before.rfind("\n")) >= 0:
+            line_begins = scanned + newline + 1
+        if kept := before.rstrip(" \t#>-"):
+            last_word = scanned + len(kept) - 1
+        scanned = match.start()
+        line_start = last_word < line_begins
         if not line_start and " ".join(word.split()) != grammar.words[group]:
             continue
         start = line_begins if line_start else match.start()
         found.append(_Label(grammar.kinds[group], start, match.end(), line_start))
     return found
+
+
+def _mask_fences(text: str) -> str:
+    """The text with every fenced span blanked out (newlines kept, so positions and lines stay)."""
+    pieces = []
+    position = 0
+    for start, end in _fence_spans(text):
+        pieces += [text[position:start], _NOT_NEWLINE.sub(" ", text[start:end])]
+        position = end
+    return "".join(pieces) + text[position:]
+
+
+def _fence_spans(text: str) -> list[tuple[int, int]]:
+    """The spans ``(?P<fence>`{3,}).*?(?P=fence)`` would match left to right (re.S), in linear time.
+
+    At a run of ``length`` backticks the regex tries fences from the longest down: a fence of k
+    closes inside the same run when 2k <= length, else at the first later run of k or more. So the
+    fence is the longest k <= length with 2k <= length or k <= the longest later run.
+    """
+    runs = [(run.start(), run.end()) for run in _BACKTICK_RUN.finditer(text)]
+    longest_after = [0] * (len(runs) + 1)  # longest_after[i]: the longest of runs[i:]
+    for index in range(len(runs) - 1, -1, -1):
+        longest_after[index] = max(longest_after[index + 1], runs[index][1] - runs[index][0])
+    spans = []
+    index = 0
+    position = runs[0][0] if runs else 0
+    while index < len(runs):
+        length = runs[index][1] - position
+        fence = min(length, max(length // 2, longest_after[index + 1]))
+        if fence < 3:  # no fence here, nor later in this run: fences only get shorter
+            index += 1
+            position = runs[index][0] if index < len(runs) else 0
+        elif 2 * fence <= length:
+            spans.append((position, position + 2 * fence))
+            position += 2 * fence
+        else:
+            closing = next(
+                later for later in range(index + 1, len(runs)) if runs[later][1] - runs[later][0] >= fence
+            )
+            spans.append((position, runs[closing][0] + fence))
+            index, position = closing, runs[closing][0] + fence
+    return spans
+
+
+def _fenced_body(text: str) -> str | None:
+    r"""The body when the whole text is one fenced block (what a fence-and-back-reference regex
+    ``\A(`{3,})[\w+.-]*[ \t]*\n?(.*?)\n?[ \t]*\1\Z`` captures), else ``None``; in linear time."""
+    opening = len(text) - len(text.lstrip("`"))
+    closing = len(text) - len(text.rstrip("`"))
+    fence = min(opening, closing, len(text) // 2)  # the longest fence that opens and closes the text
+    if fence < 3:
+        return None
+    inner = text[fence : len(text) - fence]
+    info = _INFO_STRING.match(inner)
+    assert info is not None  # it matches the empty string
+    body = inner[info.end() :].rstrip(" \t")
+    return body[:-1] if body.endswith("\n") else body
 
 
 # -- 3. Cut the hallucinated continuation -----------------------------------------------------------
@@ -260,13 +350,19 @@ class _Found(NamedTuple):
 def _first_action(text: str, found: list[_Label], labels: Labels, real: frozenset[str]) -> _Found | None:
     """The first Action that has an input: an Action Input label, call/bracket syntax, or, when no
     other Action follows, an input written on the Action line itself."""
+    next_step: _Label | None = None  # the first Action or Action Input label after the current one
+    next_steps = []
+    for label in reversed(found):
+        next_steps.append(next_step)
+        if label.kind in (_ACTION, _INPUT):
+            next_step = label
+    next_steps.reverse()
     for index, label in enumerate(found):
         if label.kind != _ACTION:
             continue
-        following = found[index + 1 :]
-        value_end = following[0].start if following else len(text)
+        value_end = found[index + 1].start if index + 1 < len(found) else len(text)
         tool, call_input, inline_input = _tool_and_arguments(text[label.end : value_end])
-        next_step = next((other for other in following if other.kind in (_ACTION, _INPUT)), None)
+        next_step = next_steps[index]
         if next_step is not None and next_step.kind == _INPUT:
             raw_input = text[next_step.end : _value_end(text, found, next_step)]
             written = call_input if call_input is not None else inline_input
@@ -363,8 +459,8 @@ def _json_blob(text: str, labels: Labels, real: frozenset[str]) -> Action | Fina
     """A JSON action blob anywhere in the text: ``{"action": ..., "action_input": ...}`` and kin."""
     blobs = [(start, blob) for start, blob in _json_objects(text) if _blob_parts(blob)]
     if not blobs:
-        candidate = _FENCED_BLOCK.match(text.strip())
-        value = _json_value(candidate["body"].strip() if candidate else text.strip())
+        body = _fenced_body(text.strip())
+        value = _json_value(body.strip() if body is not None else text.strip())
         if isinstance(value, list) and len(value) == 1:
             value = value[0]
         if not isinstance(value, dict) or not _blob_parts(value):
@@ -389,19 +485,101 @@ def _json_blob(text: str, labels: Labels, real: frozenset[str]) -> Action | Fina
 
 
 def _json_objects(text: str) -> list[tuple[int, Any]]:
-    """Every top-level strictly valid JSON object in the text, with its position."""
-    decoder = json.JSONDecoder()
+    """Every top-level strictly valid JSON object in the text (at most ``_MAX_JSON_DEPTH`` deep), with its position.
+
+    Where each object ends is found by ``_scan_json`` (one pass that settles every object it opens),
+    not by decoding at every ``{``: that rescans the same text from each brace of a deep nesting.
+    """
     objects = []
+    ends: dict[int, int] = {}  # object start -> its end, or -1 when no valid object starts there
     position = 0
-    while (start := text.find("{", position)) >= 0:
+    while start_match := _OBJECT_START.search(text, position):
+        start = start_match.start()
+        if start not in ends:
+            _scan_json(text, start, ends)
+        end = ends[start]
         try:
-            value, end = decoder.raw_decode(text, start)
-        except (ValueError, RecursionError):
+            value = json.loads(text[start:end]) if end > 0 else None
+        except (ValueError, RecursionError):  # e.g. an integer longer than int_max_str_digits
+            value = None
+        if value is None:
             position = start + 1
             continue
         objects.append((start, value))
         position = end
     return objects
+
+
+def _scan_json(text: str, start: int, ends: dict[int, int]) -> None:
+    """Check strict JSON from the object at ``start`` and record in ``ends`` where each object it
+    opens ends (-1 for one that is invalid or nested more than ``_MAX_JSON_DEPTH`` deep).
+
+    An object's validity depends on its own text only, so it is the same whether it is read on its
+    own or nested in another: each object is checked once.
+    """
+    open_containers: list[tuple[str, int]] = []  # (closer, start) of each container not yet closed
+    too_deep = 0  # open_containers[:too_deep] hold more than _MAX_JSON_DEPTH levels: settled as invalid
+    expect = _VALUE
+    position = start
+    while token := _JSON_TOKEN.match(text, position):
+        position = token.end()
+        kind = token.lastgroup
+        char = text[position - 1]
+        closes = False
+        if expect in (_VALUE, _VALUE_OR_CLOSE):
+            if kind == "scalar" and _int_too_long(token["scalar"]):
+                break
+            if kind in ("string", "scalar"):
+                expect = _COMMA_OR_CLOSE
+            elif char in "{[":
+                open_containers.append(("}" if char == "{" else "]", position - 1))
+                expect = _KEY_OR_CLOSE if char == "{" else _VALUE_OR_CLOSE
+                if len(open_containers) - too_deep > _MAX_JSON_DEPTH:
+                    closer, opened = open_containers[too_deep]
+                    if closer == "}":
+                        ends[opened] = -1
+                    too_deep += 1
+                continue
+            elif char == "]" and expect == _VALUE_OR_CLOSE:
+                closes = True
+            else:
+                break
+        elif expect in (_KEY, _KEY_OR_CLOSE):
+            if kind == "string":
+                expect = _COLON
+                continue
+            if char != "}" or expect != _KEY_OR_CLOSE:
+                break
+            closes = True
+        elif expect == _COLON:
+            if char != ":":
+                break
+            expect = _VALUE
+            continue
+        elif char == "," and kind == "punct":  # expect == _COMMA_OR_CLOSE
+            expect = _KEY if open_containers[-1][0] == "}" else _VALUE
+            continue
+        elif char == open_containers[-1][0] and kind == "punct":
+            closes = True
+        else:
+            break
+        if closes:
+            closer, opened = open_containers.pop()
+            if closer == "}":
+                ends[opened] = position
+            if len(open_containers) == too_deep:  # the outermost object still being checked is done
+                return
+            expect = _COMMA_OR_CLOSE
+    for closer, opened in open_containers[too_deep:]:
+        if closer == "}":
+            ends[opened] = -1
+
+
+def _int_too_long(scalar: str) -> bool:
+    """An integer ``json`` refuses to convert (Python's int_max_str_digits limit)."""
+    limit = sys.get_int_max_str_digits()
+    digits = len(scalar) - scalar.startswith("-")
+    return bool(limit) and digits > limit and not any(mark in scalar for mark in ".eEIN")
 
 
 def _blob_parts(blob: dict[str, Any]) -> tuple[str, Any] | None:
@@ -416,7 +594,7 @@ def _blob_parts(blob: dict[str, Any]) -> tuple[str, Any] | None:
 def _tool_and_arguments(value: str) -> tuple[str, ToolInput | None, ToolInput | None]:
     """The tool name on an Action line, the arguments of call or bracket syntax, and an input
     written after the name (``None`` for each that is not there)."""
-    value = _TOOL_NAME_NOISE.sub("", value.strip())
+    value = _tool_name(value.strip())
     if call := _CALL.match(value):
         return _tool_name(call["name"]), _call_arguments(call["args"]), None
     if brackets := _BRACKETS.match(value):
@@ -430,7 +608,12 @@ def _tool_and_arguments(value: str) -> tuple[str, ToolInput | None, ToolInput | 
 
 
 def _tool_name(name: str) -> str:
-    return _TOOL_NAME_NOISE.sub("", name)
+    """The name without quotes, backticks, bold or spaces around it, nor punctuation after it."""
+    before = _NAME_NOISE_BEFORE.match(name)
+    start = before.end() if before else 0
+    after = _NAME_NOISE_AFTER_REVERSED.match(name[::-1])
+    end = len(name) - after.end() if after else len(name)
+    return name[start : max(start, end)]
 
 
 def _call_arguments(args: str) -> ToolInput | None:
@@ -463,8 +646,8 @@ def _tool_input(raw: str) -> ToolInput:
     One pair of wrapping quotes is removed, and a lone leading quote; fenced code is kept whole.
     """
     text = raw.strip()
-    if fenced := _FENCED_BLOCK.match(text):
-        value = _json_value(fenced["body"].strip())
+    if (body := _fenced_body(text)) is not None:
+        value = _json_value(body.strip())
         return text if value is None else value
     candidate = _MARKDOWN_NOISE.sub("", text)
     if wrapped := _JSON_IN_CALL.match(candidate):
@@ -501,13 +684,35 @@ def _json_value(text: str) -> dict[str, Any] | list[Any] | None:
     if not _JSON_START.match(text):
         return None
     decoder = json.JSONDecoder()
+    try:
+        return _container(decoder.raw_decode(text)[0])
+    except RecursionError:  # tidying keeps the valid text that nests too deep
+        return None
+    except ValueError:
+        pass
     tidied, closers = _tidy_json(text)
-    for candidate in (text, tidied, tidied + closers):
+    for candidate in (tidied, tidied + closers):
         try:
-            value, _ = decoder.raw_decode(candidate)
+            return _container(decoder.raw_decode(candidate)[0])
         except (ValueError, RecursionError):
             continue
-        return value if isinstance(value, (dict, list)) else None
+    return None
+
+
+def _container(value: Any) -> dict[str, Any] | list[Any] | None:
+    """A dict or list nested at most ``_MAX_JSON_DEPTH`` deep, else ``None``."""
+    if not isinstance(value, (dict, list)):
+        return None
+    level = [value]
+    for _ in range(_MAX_JSON_DEPTH):
+        level = [
+            child
+            for container in level
+            for child in (container.values() if isinstance(container, dict) else container)
+            if isinstance(child, (dict, list))
+        ]
+        if not level:
+            return value
     return None
 
 
@@ -518,6 +723,10 @@ def _tidy_json(text: str) -> tuple[str, str]:
     quote = ""  # the quote that opened the string we are in; "" outside strings
     index = 0
     while index < len(text):
+        if plain := (_TIDY_STRING_RUN if quote else _TIDY_PLAIN_RUN).match(text, index):
+            out.append(plain[0])  # copied as it is
+            index = plain.end()
+            continue
         char = text[index]
         if quote:
             if char == "\\" and index + 1 < len(text):
@@ -542,8 +751,11 @@ def _tidy_json(text: str) -> tuple[str, str]:
         elif char == "," and _COMMA_BEFORE_CLOSER.match(text, index):
             pass
         elif char in "{[":
-            closers.append("}" if char == "{" else "]")
-            out.append(char)
+            openers = _TIDY_OPENERS.match(text, index)[0]  # type: ignore[index]
+            closers.extend(openers.translate(_CLOSER_OF))
+            out.append(openers)
+            index += len(openers)
+            continue
         elif char in "}]":
             if closers and closers[-1] == char:
                 closers.pop()
