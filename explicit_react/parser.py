@@ -101,12 +101,13 @@ _NAME_NOISE_AFTER_REVERSED = re.compile(r"[\s`'\"*_.,;:!]+")
 _NO_TOOL = frozenset({"", "none", "null", "n/a", "nothing"})
 _NO_INPUT = frozenset({"", "none", "null", '""', "''"})
 # Strict JSON, token by token (for _scan_json): whitespace, then a string, a scalar or punctuation.
+_JSON_STRING = r"""(?:"(?:[^"\\\x00-\x1f]++|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*+")"""
 _JSON_TOKEN = re.compile(
-    r"""[ \t\n\r]*+(?:(?P<string>"(?:[^"\\\x00-\x1f]++|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*+")"""
+    rf"""[ \t\n\r]*+(?:(?P<string>{_JSON_STRING})"""
     r"""|(?P<scalar>-?(?:0|[1-9][0-9]*+)(?:\.[0-9]++)?+(?:[eE][-+]?[0-9]++)?+|true|false|null|NaN|-?Infinity)"""
     r"""|(?P<punct>[{}\[\]:,]))"""
 )
-_OBJECT_START = re.compile(r'\{[ \t\n\r]*+["}]')
+_OBJECT_START = re.compile(rf"\{{[ \t\n\r]*+(?:\}}|{_JSON_STRING}[ \t\n\r]*+:)")  # how a valid object starts
 _VALUE, _VALUE_OR_CLOSE, _KEY, _KEY_OR_CLOSE, _COLON, _COMMA_OR_CLOSE = range(6)
 _MAX_JSON_DEPTH = 100
 """JSON nested deeper than this is read as text: deeper values would overflow the stack of every
@@ -429,8 +430,16 @@ def _checked_action(
         )
     thought = _thought(text, found, action.start)
     if _names_finish(action.tool, labels, real):
-        return FinalAnswer(_as_text(action.tool_input), thought, text.rstrip())
+        return _answer_from_input(action.tool_input, thought, text, labels)
     return Action(action.tool, action.tool_input, thought, text.rstrip())
+
+
+def _answer_from_input(tool_input: ToolInput, thought: str, text: str, labels: Labels) -> FinalAnswer:
+    """The final answer given as the input of a ``Final Answer`` action; an empty one is refused."""
+    answer = _as_text(tool_input)
+    if not answer.strip():
+        raise _error(f"Your {labels.final_answer} is empty.", text, labels)
+    return FinalAnswer(answer, thought, text.rstrip())
 
 
 def _names_no_tool(tool: str, real: frozenset[str]) -> bool:
@@ -472,7 +481,7 @@ def _json_blob(text: str, labels: Labels, real: frozenset[str]) -> Action | Fina
     tool, raw_input = _blob_parts(blob)  # type: ignore[misc]
     thought = text[:start].strip()
     if _names_finish(" ".join(tool.split()), labels, real, finish=False):
-        return FinalAnswer(_as_text(raw_input), thought, text.rstrip())
+        return _answer_from_input("" if raw_input is None else raw_input, thought, text, labels)
     if isinstance(raw_input, str):
         tool_input: ToolInput = _tool_input(raw_input)
     elif isinstance(raw_input, (dict, list)):

@@ -11,12 +11,14 @@ real behaviour with no network (the machine has none) opts in with ``@pytest.mar
 
 from __future__ import annotations
 
+import os
 import socket
 from collections.abc import Iterator
 from typing import Any
 
 import primp
 import pytest
+from hypothesis import HealthCheck, settings
 
 _LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0", "", None}
 
@@ -118,3 +120,18 @@ def no_network(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) 
         attempts = ", ".join(_attempts)
         _attempts.clear()
         pytest.fail(f"the test tried to use the network: {attempts}")
+
+
+# Hypothesis: a fast, deterministic profile for the default suite (HYPOTHESIS_PROFILE=thorough for more).
+settings.register_profile(
+    "fast",
+    max_examples=100,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile(
+    "thorough", max_examples=5_000, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "fast"))
