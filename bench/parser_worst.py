@@ -75,6 +75,8 @@ def families() -> dict[str, Callable[[int], str]]:
         )
     found |= {
         "spaces before a call's parenthesis": lambda size: "Action: search" + " " * size + '(query="x")',
+        "a call with many arguments": lambda size: "Action: search(" + _repeat("x=1,", size) + ")",
+        "a call with a long sum": lambda size: "Action: search(" + _repeat("1+", size) + "1)",
         "open braces": lambda size: "{" * size,
         "open braces as the input": lambda size: "Action: search\nAction Input: " + "{" * size,
         "objects that never close": lambda size: _repeat('{"a"', size),
@@ -100,6 +102,7 @@ def families() -> dict[str, Callable[[int], str]]:
         "one long input word": lambda size: "Action: search\nAction Input: " + "a" * size,
         "one long quoted input": lambda size: "Action: search\nAction Input: {'q': '" + "a" * size + "'}",
         "one long final answer word": lambda size: "Final Answer: " + "a" * size,
+        "spaces after a bare Observation": lambda size: "Action: search\nObservation" + " " * size + "x",
         "invented observation": lambda size: "Action: search\nObservation" + " " * size + "x",
     }
     return found

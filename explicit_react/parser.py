@@ -182,8 +182,8 @@ def _grammar(labels: Labels) -> _Grammar:
     )
     observation = labels.observation
     prefixes = "|".join(re.escape(observation[:n]) for n in range(len(observation), 2, -1))
-    trailing_observation = re.compile(
-        rf"(?<!\S){re.escape(observation)}[ \t]*[:：]?\s*\Z|(?im:^[ \t]*(?:{prefixes})[ \t]*\Z)"
+    trailing_observation = re.compile(  # possessive: "[ \t]*" and "\s*" would split a run of spaces n ways
+        rf"(?<!\S){re.escape(observation)}[ \t]*+[:：]?+\s*+\Z|(?im:^[ \t]*+(?:{prefixes})[ \t]*+\Z)"
     )
     exact = {group: " ".join(word.split()) for group, word in words.items()}
     return _Grammar(label, kinds, exact, trailing_observation)
