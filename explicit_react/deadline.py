@@ -60,34 +60,83 @@ class Deadline:
         return limit, False
 
 
-def call_with_timeout(fn: Callable[[], T], timeout: float | None) -> T:
-    """Run ``fn()``; raise ``TimeoutError`` if it has not returned after ``timeout`` seconds.
-
-    With a timeout the call runs in a daemon thread so a hanging call cannot block the caller;
-    Python cannot kill a thread, so a call that never returns keeps its thread until it does.
-    """
-    if timeout is None:
-        return fn()
-    outcome: dict[str, Any] = {}
-    finished, given_up = threading.Event(), threading.Event()
+def _start_daemon(
+    fn: Callable[[], T], done: Callable[[T | None, BaseException | None], None]
+) -> threading.Event:
+    """Run ``fn()`` in a new daemon thread (in a copy of the caller's context); ``done(value, error)``
+    after. Returns the event to set when the caller gives up on the call (see ``abandoned``)."""
     context = contextvars.copy_context()
+    given_up = threading.Event()
     context.run(_abandoned.set, given_up)
 
     def target() -> None:
         try:
-            outcome["value"] = context.run(fn)
+            value = context.run(fn)
         except BaseException as exc:
-            outcome["error"] = exc
-        finally:
-            finished.set()
+            done(None, exc)
+        else:
+            done(value, None)
 
     threading.Thread(target=target, daemon=True, name="explicit-react-call").start()
+    return given_up
+
+
+def call_with_timeout(fn: Callable[[], T], timeout: float | None) -> T:
+    """Run ``fn()``; raise ``TimeoutError`` if it has not returned after ``timeout`` seconds.
+
+    With a timeout the call runs in a daemon thread so a hanging call cannot block the caller;
+    Python cannot kill a thread, so a call that never returns keeps its thread until it does (a
+    daemon thread never keeps the process from exiting).
+    """
+    if timeout is None:
+        return fn()
+    outcome: dict[str, Any] = {}
+    finished = threading.Event()
+
+    def done(value: Any, error: BaseException | None) -> None:
+        outcome["value"], outcome["error"] = value, error
+        finished.set()
+
+    given_up = _start_daemon(fn, done)
     if not finished.wait(max(timeout, 0.0)):
         given_up.set()
         raise TimeoutError(f"no reply after {timeout:.1f} s")
-    if "error" in outcome:
+    if outcome["error"] is not None:
         raise outcome["error"]
-    return outcome["value"]
+    return outcome["value"]  # type: ignore[no-any-return]
+
+
+async def acall_in_thread(fn: Callable[[], T], timeout: float | None) -> T:
+    """Run the blocking ``fn()`` off the event loop; raise ``TimeoutError`` after ``timeout`` seconds.
+
+    With a timeout it runs in a daemon thread of its own (the loop's default executor would keep a
+    hung call's thread, and with it the process, alive at exit); without one, in the default executor.
+    """
+    if timeout is None:
+        return await asyncio.to_thread(fn)
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+
+    def settle(value: Any, error: BaseException | None) -> None:
+        if future.done():  # timed out and cancelled already
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(value)
+
+    def done(value: Any, error: BaseException | None) -> None:
+        try:
+            loop.call_soon_threadsafe(settle, value, error)
+        except RuntimeError:  # the event loop closed while the call ran: nobody waits for it
+            pass
+
+    given_up = _start_daemon(fn, done)
+    try:
+        return await acall_with_timeout(future, timeout)
+    except BaseException:
+        given_up.set()
+        raise
 
 
 async def acall_with_timeout(awaitable: Awaitable[T], timeout: float | None) -> T:

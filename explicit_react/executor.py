@@ -12,6 +12,7 @@ import json
 import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import json_repair
@@ -20,7 +21,9 @@ from langchain_core.messages import BaseMessage
 from langchain_core.tools import BaseTool, StructuredTool, Tool, tool
 from pydantic import BaseModel, ValidationError
 
-from explicit_react.deadline import Deadline, DeadlineExceeded, acall_with_timeout, call_with_timeout
+from explicit_react import drivers
+from explicit_react.deadline import Deadline, DeadlineExceeded
+from explicit_react.drivers import Call, Machine
 from explicit_react.errors import ConfigurationError
 from explicit_react.prompt import ToolSpec
 from explicit_react.types import ToolInput
@@ -221,6 +224,40 @@ class ToolExecutor:
             seconds=seconds,
         )
 
+    def calls(
+        self,
+        name: str,
+        tool_input: ToolInput,
+        *,
+        callbacks: Callbacks = None,
+        timeout: float | None = None,
+        deadline: Deadline | None = None,
+    ) -> Machine[ToolOutcome]:
+        """Run tool ``name`` as a step machine; the outcome's observation says what happened.
+
+        Raises only ``DeadlineExceeded``, when the run's own deadline (not ``timeout``) cut the call.
+        """
+        try:
+            t, fitted, refused = self._prepare(name, tool_input)
+        except (ValueError, RecursionError) as exc:  # input too deep or too broken to fit
+            return ToolOutcome(
+                f"Error: invalid input for tool {name!r}: {type(exc).__name__}", error="invalid_input"
+            )
+        if refused is not None or t is None:
+            return refused  # type: ignore[return-value]
+        limit, binding = deadline.timeout_for(timeout) if deadline else (timeout, False)
+        started = time.monotonic()
+        native = partial(t.arun, fitted, callbacks=callbacks) if _has_native_async(t) else None
+        try:
+            output = yield Call(partial(_run_sync, t, fitted, callbacks), native, limit)
+        except TimeoutError as exc:
+            if binding:
+                raise DeadlineExceeded(f"time ran out while tool {t.name!r} was running") from exc
+            return self._failure(t, exc, started, limit)
+        except Exception as exc:
+            return self._failure(t, exc, started, limit)
+        return self._finish(t, output, started)
+
     def execute(
         self,
         name: str,
@@ -230,24 +267,10 @@ class ToolExecutor:
         timeout: float | None = None,
         deadline: Deadline | None = None,
     ) -> ToolOutcome:
-        """Run tool ``name``; the outcome's observation says what happened, failures included.
-
-        Raises only ``DeadlineExceeded``, when the run's own deadline (not ``timeout``) cut the call.
-        """
-        t, fitted, refused = self._prepare(name, tool_input)
-        if refused is not None or t is None:
-            return refused  # type: ignore[return-value]
-        limit, binding = deadline.timeout_for(timeout) if deadline else (timeout, False)
-        started = time.monotonic()
-        try:
-            output = call_with_timeout(lambda: _run_sync(t, fitted, callbacks), limit)
-        except TimeoutError as exc:
-            if binding:
-                raise DeadlineExceeded(f"time ran out while tool {t.name!r} was running") from exc
-            return self._failure(t, exc, started, limit)
-        except Exception as exc:
-            return self._failure(t, exc, started, limit)
-        return self._finish(t, output, started)
+        """Run tool ``name`` (see ``calls``); never raises for anything the model did."""
+        return drivers.run(
+            self.calls(name, tool_input, callbacks=callbacks, timeout=timeout, deadline=deadline)
+        )
 
     async def aexecute(
         self,
@@ -259,20 +282,16 @@ class ToolExecutor:
         deadline: Deadline | None = None,
     ) -> ToolOutcome:
         """Async ``execute``: async tools are awaited, sync tools run in a worker thread."""
-        t, fitted, refused = self._prepare(name, tool_input)
-        if refused is not None or t is None:
-            return refused  # type: ignore[return-value]
-        limit, binding = deadline.timeout_for(timeout) if deadline else (timeout, False)
-        started = time.monotonic()
-        try:
-            output = await acall_with_timeout(t.arun(fitted, callbacks=callbacks), limit)
-        except TimeoutError as exc:
-            if binding:
-                raise DeadlineExceeded(f"time ran out while tool {t.name!r} was running") from exc
-            return self._failure(t, exc, started, limit)
-        except Exception as exc:
-            return self._failure(t, exc, started, limit)
-        return self._finish(t, output, started)
+        machine = self.calls(name, tool_input, callbacks=callbacks, timeout=timeout, deadline=deadline)
+        return await drivers.arun(machine)
+
+
+def _has_native_async(t: BaseTool) -> bool:
+    """True when ``t`` has an async implementation of its own; a sync-only tool's ``arun`` would use
+    the event loop's default executor, whose threads a hung call keeps alive at exit."""
+    if isinstance(t, (StructuredTool, Tool)):
+        return t.coroutine is not None
+    return type(t)._arun is not BaseTool._arun
 
 
 def _run_sync(t: BaseTool, tool_input: Any, callbacks: Callbacks) -> Any:

@@ -4,22 +4,25 @@ timeouts and retries for transient errors."""
 
 from __future__ import annotations
 
-import asyncio
 import copy
+import inspect
 import random
 import re
 import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from langchain_core.callbacks import Callbacks
 from langchain_core.language_models import BaseChatModel, BaseLLM
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
-from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig, RunnableLambda
 
-from explicit_react.deadline import Deadline, DeadlineExceeded, acall_with_timeout, call_with_timeout
+from explicit_react import drivers
+from explicit_react.deadline import Deadline, DeadlineExceeded
+from explicit_react.drivers import Call, Machine, Sleep
 from explicit_react.errors import ConfigurationError, ModelCallError
 from explicit_react.parser import OBSERVATION
 from explicit_react.prompt import Message
@@ -154,26 +157,20 @@ class ModelAdapter:
         return other
 
     # One call, no retries -----------------------------------------------------------------
-    def _invoke(self, messages: Sequence[Message], callbacks: Callbacks) -> Any:
-        llm, config = self.llm, RunnableConfig(callbacks=callbacks)
-        if isinstance(llm, BaseChatModel):
-            return llm.invoke(to_langchain(messages), stop=self.stop or None, config=config)
-        if isinstance(llm, BaseLLM):
-            return llm.invoke(_as_prompt(messages), stop=self.stop or None, config=config)
-        if isinstance(llm, Runnable):
-            return llm.invoke(to_langchain(messages), config=config)
-        return llm([dict(m) for m in messages])
-
-    async def _ainvoke(self, messages: Sequence[Message], callbacks: Callbacks) -> Any:
-        llm, config = self.llm, RunnableConfig(callbacks=callbacks)
-        if isinstance(llm, BaseChatModel):
-            return await llm.ainvoke(to_langchain(messages), stop=self.stop or None, config=config)
-        if isinstance(llm, BaseLLM):
-            return await llm.ainvoke(_as_prompt(messages), stop=self.stop or None, config=config)
-        if isinstance(llm, Runnable):
-            return await llm.ainvoke(to_langchain(messages), config=config)
-        result = llm([dict(m) for m in messages])
-        return await result if asyncio.iscoroutine(result) else result
+    def _request(self, messages: Sequence[Message], callbacks: Callbacks, timeout: float | None) -> Call:
+        """One call to the model as a driver request: ``invoke`` and, where the model has a native
+        async form, ``ainvoke`` (a sync-only model is run in a daemon thread by the async driver)."""
+        llm = self.llm
+        if not isinstance(llm, Runnable):
+            plain = [dict(m) for m in messages]
+            return Call(
+                partial(llm, plain), partial(llm, plain) if _is_async_callable(llm) else None, timeout
+            )
+        prompt: Any = _as_prompt(messages) if isinstance(llm, BaseLLM) else to_langchain(messages)
+        config = RunnableConfig(callbacks=callbacks)
+        kwargs = {"stop": self.stop or None} if isinstance(llm, (BaseChatModel, BaseLLM)) else {}
+        native = partial(llm.ainvoke, prompt, config, **kwargs) if has_native_async(llm) else None
+        return Call(partial(llm.invoke, prompt, config, **kwargs), native, timeout)
 
     def _completion(self, reply: Any, started: float) -> Completion:
         content = reply.content if isinstance(reply, BaseMessage) else reply
@@ -186,39 +183,35 @@ class ModelAdapter:
     def _delay(self, attempt: int) -> float:
         return self.retry_backoff * (2**attempt) * (0.5 + random.random())
 
-    def complete(
-        self, messages: Sequence[Message], *, callbacks: Callbacks = None, deadline: Deadline | None = None
-    ) -> Completion:
-        """The model's reply to ``messages``; raises ``ModelCallError`` or ``DeadlineExceeded``."""
+    def calls(
+        self, messages: Sequence[Message], callbacks: Callbacks = None, deadline: Deadline | None = None
+    ) -> Machine[Completion]:
+        """The model's reply to ``messages`` as a step machine: each attempt within its timeout,
+        transient errors retried after a backoff; raises ``ModelCallError`` or ``DeadlineExceeded``."""
         for attempt in range(self.max_retries + 1):
             limit, binding = deadline.timeout_for(self.timeout) if deadline else (self.timeout, False)
             started = time.monotonic()
             try:
-                reply = call_with_timeout(lambda: self._invoke(messages, callbacks), limit)
+                reply = yield self._request(messages, callbacks, limit)
                 return self._completion(reply, started)
             except Exception as exc:
                 if binding and isinstance(exc, TimeoutError):
                     raise DeadlineExceeded("time ran out while waiting for the model") from exc
                 delay = self._retry_delay(exc, attempt, deadline)
-            time.sleep(delay)
+            yield Sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def complete(
+        self, messages: Sequence[Message], *, callbacks: Callbacks = None, deadline: Deadline | None = None
+    ) -> Completion:
+        """The model's reply to ``messages``; raises ``ModelCallError`` or ``DeadlineExceeded``."""
+        return drivers.run(self.calls(messages, callbacks, deadline))
 
     async def acomplete(
         self, messages: Sequence[Message], *, callbacks: Callbacks = None, deadline: Deadline | None = None
     ) -> Completion:
         """Async ``complete``."""
-        for attempt in range(self.max_retries + 1):
-            limit, binding = deadline.timeout_for(self.timeout) if deadline else (self.timeout, False)
-            started = time.monotonic()
-            try:
-                reply = await acall_with_timeout(self._ainvoke(messages, callbacks), limit)
-                return self._completion(reply, started)
-            except Exception as exc:
-                if binding and isinstance(exc, TimeoutError):
-                    raise DeadlineExceeded("time ran out while waiting for the model") from exc
-                delay = self._retry_delay(exc, attempt, deadline)
-            await asyncio.sleep(delay)
-        raise AssertionError("unreachable")  # pragma: no cover
+        return await drivers.arun(self.calls(messages, callbacks, deadline))
 
     def _retry_delay(self, exc: Exception, attempt: int, deadline: Deadline | None) -> float:
         """The delay before the next attempt; raises ``ModelCallError`` when there is none to make.
@@ -328,6 +321,32 @@ def with_grammar(llm: Any, grammar: str, stop: Sequence[str]) -> Runnable[Any, A
     from llama_cpp import LlamaGrammar
 
     return llm.bind(grammar=LlamaGrammar.from_string(grammar, verbose=False), stop=list(stop) or None)
+
+
+def has_native_async(llm: Any) -> bool:
+    """True unless ``llm`` (a runnable, through its bindings) is a chat model or LLM that implements
+    only the sync API, or a sync-only ``RunnableLambda``: LangChain would run those in the event
+    loop's default executor, whose threads a hung call keeps alive at exit."""
+    while isinstance(llm, RunnableBinding):
+        llm = llm.bound
+    kind = type(llm)
+    if isinstance(llm, BaseChatModel):
+        return kind._agenerate is not BaseChatModel._agenerate or kind._astream is not BaseChatModel._astream
+    if isinstance(llm, BaseLLM):
+        from langchain_core.language_models.llms import LLM
+
+        overrides = [kind._agenerate is not BaseLLM._agenerate and kind._agenerate is not LLM._agenerate]
+        overrides += [kind._astream is not BaseLLM._astream]
+        if issubclass(kind, LLM):
+            overrides.append(kind._acall is not LLM._acall)
+        return any(overrides)
+    if isinstance(llm, RunnableLambda):
+        return hasattr(llm, "afunc")
+    return True
+
+
+def _is_async_callable(fn: Any) -> bool:
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
 
 
 def _as_prompt(messages: Sequence[Message]) -> str:

@@ -1,0 +1,157 @@
+"""Carries out what a step machine asks for, synchronously (``drive``) or on an event loop (``adrive``).
+
+A step machine is a generator that holds the decisions of a run and never waits: when it needs the
+outside world it yields a request and receives the result at the ``yield`` (or has the error raised
+there). ``Call`` runs a blocking or async call within a timeout, ``Sleep`` waits, ``Notify`` tells
+callback managers and listeners about an event; anything else the machine yields is an output for
+the caller (a ``Step``, a result). These two drivers are the only code that waits, so a run behaves
+the same from ``run`` and from ``arun``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from explicit_react.deadline import acall_in_thread, acall_with_timeout, call_with_timeout
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """Run ``blocking()``, or await ``awaitable()`` when driven async, within ``timeout`` seconds.
+
+    With no ``awaitable`` (the call has no native async form), the async driver runs ``blocking()``
+    in a daemon thread. A timeout raises ``TimeoutError`` at the machine's ``yield``."""
+
+    blocking: Callable[[], Any]
+    awaitable: Callable[[], Awaitable[Any]] | None = None
+    timeout: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Sleep:
+    """Wait ``seconds`` (a retry's backoff)."""
+
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class Notify:
+    """Call ``method(*args)`` on each of ``targets`` that has it (callback managers, run listeners)."""
+
+    targets: Sequence[Any]
+    method: str
+    args: tuple[Any, ...] = ()
+
+
+Machine = Generator[Any, Any, T]
+"""A step machine: yields requests (``Call``, ``Sleep``, ``Notify``) and outputs, returns ``T``."""
+
+_REQUESTS = (Call, Sleep, Notify)
+
+
+@dataclass(frozen=True, slots=True)
+class _Returned:
+    value: Any
+
+
+def drive(machine: Machine[T]) -> Generator[Any, None, T]:
+    """Carry out ``machine``'s requests here and now; yield its outputs; return what it returns."""
+    reply: Any = None
+    error: BaseException | None = None
+    try:
+        while True:
+            request = machine.send(reply) if error is None else machine.throw(error)
+            reply, error = None, None
+            if not isinstance(request, _REQUESTS):
+                yield request
+                continue
+            try:
+                if isinstance(request, Call):
+                    reply = call_with_timeout(request.blocking, request.timeout)
+                elif isinstance(request, Sleep):
+                    time.sleep(request.seconds)
+                else:
+                    _notify(request)
+            except Exception as exc:
+                error = exc
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+    finally:
+        machine.close()
+
+
+async def adrive(machine: Machine[Any]) -> AsyncIterator[Any]:
+    """Carry out ``machine``'s requests on the running event loop; yield its outputs."""
+    reply: Any = None
+    error: BaseException | None = None
+    try:
+        while True:
+            request = machine.send(reply) if error is None else machine.throw(error)
+            reply, error = None, None
+            if not isinstance(request, _REQUESTS):
+                yield request
+                continue
+            try:
+                if isinstance(request, Call):
+                    reply = await _acall(request)
+                elif isinstance(request, Sleep):
+                    await asyncio.sleep(request.seconds)
+                else:
+                    for pending in _notify(request):
+                        await pending
+            except Exception as exc:
+                error = exc
+    except StopIteration:
+        return
+    finally:
+        machine.close()
+
+
+def run(machine: Machine[T]) -> T:
+    """Drive a machine that has no outputs to its end, synchronously; what it returns."""
+    outputs = drive(machine)
+    while True:
+        try:
+            next(outputs)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+
+
+async def arun(machine: Machine[T]) -> T:
+    """Async ``run``."""
+    async for output in adrive(_returning(machine)):
+        if isinstance(output, _Returned):
+            return output.value  # type: ignore[no-any-return]
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _returning(machine: Machine[T]) -> Machine[None]:
+    yield _Returned((yield from machine))
+
+
+async def _acall(request: Call) -> Any:
+    if request.awaitable is not None:
+        return await acall_with_timeout(request.awaitable(), request.timeout)
+    started = time.monotonic()
+    value = await acall_in_thread(request.blocking, request.timeout)
+    if inspect.isawaitable(value):  # a plain callable that returned a coroutine
+        left = None if request.timeout is None else request.timeout - (time.monotonic() - started)
+        value = await acall_with_timeout(value, left)
+    return value
+
+
+def _notify(request: Notify) -> list[Awaitable[Any]]:
+    """Call the handlers; the awaitables async callback managers return (to await, in order)."""
+    pending = []
+    for target in request.targets:
+        handler = getattr(target, request.method, None)
+        if handler is not None and inspect.isawaitable(result := handler(*request.args)):
+            pending.append(result)
+    return pending
