@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import threading
 import time
@@ -103,7 +104,7 @@ def call_with_timeout(fn: Callable[[], T], timeout: float | None) -> T:
         raise TimeoutError(f"no reply after {timeout:.1f} s")
     if outcome["error"] is not None:
         raise outcome["error"]
-    return outcome["value"]  # type: ignore[no-any-return]
+    return outcome["value"]
 
 
 async def acall_in_thread(fn: Callable[[], T], timeout: float | None) -> T:
@@ -126,10 +127,8 @@ async def acall_in_thread(fn: Callable[[], T], timeout: float | None) -> T:
             future.set_result(value)
 
     def done(value: Any, error: BaseException | None) -> None:
-        try:
+        with contextlib.suppress(RuntimeError):  # the event loop closed while the call ran
             loop.call_soon_threadsafe(settle, value, error)
-        except RuntimeError:  # the event loop closed while the call ran: nobody waits for it
-            pass
 
     given_up = _start_daemon(fn, done)
     try:

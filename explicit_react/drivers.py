@@ -82,7 +82,7 @@ def drive(machine: Machine[T]) -> Generator[Any, None, T]:
             except Exception as exc:
                 error = exc
     except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
+        return done.value
     finally:
         machine.close()
 
@@ -121,14 +121,14 @@ def run(machine: Machine[T]) -> T:
         try:
             next(outputs)
         except StopIteration as done:
-            return done.value  # type: ignore[no-any-return]
+            return done.value
 
 
 async def arun(machine: Machine[T]) -> T:
     """Async ``run``."""
     async for output in adrive(_returning(machine)):
         if isinstance(output, _Returned):
-            return output.value  # type: ignore[no-any-return]
+            return output.value
     raise AssertionError("unreachable")  # pragma: no cover
 
 

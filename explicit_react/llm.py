@@ -346,7 +346,8 @@ def has_native_async(llm: Any) -> bool:
 
 
 def _is_async_callable(fn: Any) -> bool:
-    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
+    call = type(fn).__call__ if not inspect.isroutine(fn) else None
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(call)
 
 
 def _as_prompt(messages: Sequence[Message]) -> str:
