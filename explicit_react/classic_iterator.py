@@ -22,6 +22,7 @@ from langchain_core.runnables.utils import AddableDict
 from langchain_core.tools import BaseTool
 from langchain_core.utils.input import get_color_mapping
 
+from explicit_react import drivers
 from explicit_react.classic_chain import RUN_KEY
 from explicit_react.types import StopReason
 
@@ -128,21 +129,24 @@ class AgentExecutorIterator:
             config["run_id"] = self.run_id
         return config
 
-    def _every_chunk(self) -> dict[str, bool]:
-        """Ask the run for every chunk (actions, steps, iteration ends): ``_take`` keeps the books and picks."""
-        return {"yield_actions": True, "yield_iterations": True, "include_run_info": self.include_run_info}
-
     def __iter__(self) -> Iterator[AddableDict]:
         """Run, yielding as described in the class docstring."""
         self.reset()
-        for chunk in self.agent_executor._chunks(self.inputs, self._config(), **self._every_chunk()):
+        # every chunk (actions, steps, iteration ends): ``_take`` keeps the books and picks
+        run = self.agent_executor._session(
+            self.inputs, self._config(), "iter", include_run_info=self.include_run_info
+        )
+        for chunk in drivers.drive(run):
             if (shown := self._take(chunk)) is not None:
                 yield shown
 
     async def __aiter__(self) -> AsyncIterator[AddableDict]:
         """Async ``__iter__``."""
         self.reset()
-        async for chunk in self.agent_executor._achunks(self.inputs, self._config(), **self._every_chunk()):
+        run = self.agent_executor._session(
+            self.inputs, self._config(), "iter", include_run_info=self.include_run_info
+        )
+        async for chunk in drivers.adrive(run):
             if (shown := self._take(chunk)) is not None:
                 yield shown
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from explicit_react.deadline import acall_in_thread, acall_with_timeout, call_with_timeout
@@ -43,11 +43,12 @@ class Sleep:
 
 @dataclass(frozen=True, slots=True)
 class Notify:
-    """Call ``method(*args)`` on each of ``targets`` that has it (callback managers, run listeners)."""
+    """Call ``method(*args, **kwargs)`` on each of ``targets`` that has it (callback managers, listeners)."""
 
     targets: Sequence[Any]
     method: str
     args: tuple[Any, ...] = ()
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
 
 
 Machine = Generator[Any, Any, T]
@@ -152,6 +153,6 @@ def _notify(request: Notify) -> list[Awaitable[Any]]:
     pending = []
     for target in request.targets:
         handler = getattr(target, request.method, None)
-        if handler is not None and inspect.isawaitable(result := handler(*request.args)):
+        if handler is not None and inspect.isawaitable(result := handler(*request.args, **request.kwargs)):
             pending.append(result)
     return pending

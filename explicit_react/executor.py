@@ -380,6 +380,11 @@ def _positional_values(text: str) -> list[Any]:
     return values
 
 
+def agent_tool_input(tool_input: ToolInput) -> str | dict[str, Any]:
+    """An action input as LangChain's ``AgentAction`` takes it: a JSON list becomes its JSON text."""
+    return json.dumps(tool_input, ensure_ascii=False) if isinstance(tool_input, list) else tool_input
+
+
 def _first_sentence(text: str, limit: int = 100) -> str:
     sentence = " ".join(text.split()).split(". ", 1)[0].rstrip(".")
     return sentence[: limit - 1].rstrip() + "…" if len(sentence) > limit else sentence + "."
