@@ -23,7 +23,7 @@ from explicit_react.llm import (
     takes_grammar,
     with_grammar,
 )
-from explicit_react.parser import ACTION, ACTION_INPUT, parse
+from explicit_react.parser import ACTION, ACTION_INPUT, FINAL_ANSWER, parse
 from explicit_react.policy import call_signature
 from explicit_react.prompt import Message, ReActPrompt, ToolSpec, load_template, render
 from explicit_react.scratchpad import ScratchpadLimits, truncate_middle
@@ -39,6 +39,39 @@ class Turn:
     feedback: str | None = None
     usage: TokenUsage = field(default_factory=TokenUsage)
     seconds: float = 0.0
+    note: str = ""
+    """A line for the model added after the observation (a reply that was cut before it was read)."""
+
+
+MAX_INPUT_DEPTH = 32
+"""An Action Input nested deeper than this is refused as unreadable (deep nesting exhausts the
+recursion of every JSON tool on the way: loop detection, the step's dict, the tool's schema)."""
+
+
+def checked(decision: Action | FinalAnswer) -> str | None:
+    """Feedback for a decision that parsed but cannot be used, else ``None``: an empty Final Answer
+    (an empty answer is never a success), or an Action Input nested too deeply."""
+    if isinstance(decision, FinalAnswer):
+        if decision.answer.strip():
+            return None
+        return f'Error: your Final Answer is empty. Write the answer after "{FINAL_ANSWER}:".'
+    if nesting_depth(decision.tool_input, MAX_INPUT_DEPTH) > MAX_INPUT_DEPTH:
+        return (
+            f"Error: your {ACTION_INPUT} is nested more than {MAX_INPUT_DEPTH} levels deep. "
+            "Send plain text or a flat JSON object."
+        )
+    return None
+
+
+def nesting_depth(value: Any, limit: int) -> int:
+    """How many levels of lists and dicts nest in ``value`` (text is 0), counted without recursion;
+    counting stops past ``limit``."""
+    depth, level = 0, [value] if isinstance(value, (list, dict)) else []
+    while level and depth <= limit:
+        depth += 1
+        children = (c.values() if isinstance(c, dict) else c for c in level)
+        level = [item for items in children for item in items if isinstance(item, (list, dict))]
+    return depth
 
 
 class Transport(Protocol):
@@ -157,11 +190,18 @@ class TextProtocol:
         )
 
     def read(self, completion: Completion) -> Turn:
-        """Parse the reply; an unreadable one gives the parser's feedback."""
+        """Parse the reply; an unreadable one (or one ``checked`` refuses) gives feedback."""
         try:
             decision = parse(completion.text, tools=self.names)
         except ParseError as exc:
             return Turn(completion.text, None, exc.feedback, completion.usage, completion.seconds)
+        except RecursionError:  # nesting too deep for the parser's JSON reading
+            feedback = (
+                f"Error: your {ACTION_INPUT} is nested too deeply. Send plain text or a flat JSON object."
+            )
+            return Turn(completion.text, None, feedback, completion.usage, completion.seconds)
+        if (problem := checked(decision)) is not None:
+            return Turn(completion.text, None, problem, completion.usage, completion.seconds)
         return Turn(completion.text, decision, None, completion.usage, completion.seconds)
 
 
@@ -258,7 +298,10 @@ class NativeToolCalling:
                 f"{thought}\n{ACTION}: {call['name']}\n{ACTION_INPUT}: {json.dumps(args, ensure_ascii=False)}"
             )
             action = Action(call["name"], args, thought, log.strip())
-            return Turn(action.log, action, None, completion.usage, completion.seconds)
+            problem = checked(action)
+            return Turn(
+                action.log, None if problem else action, problem, completion.usage, completion.seconds
+            )
         if thought:
             return Turn(
                 thought, FinalAnswer(thought, "", thought), None, completion.usage, completion.seconds

@@ -1,0 +1,338 @@
+"""Think → Act → Observe: the decisions of one run, written once as a step machine, free of I/O.
+
+    render the prompt → the model completes it → read the reply
+    → a Final Answer ends the run; an Action runs through the policy and the tool executor
+    → the observation becomes a step → check the budgets → repeat
+
+``ReActLoop.steps`` yields a request whenever it needs the outside world (a model call, a tool call,
+a callback or listener event) and receives the result; ``drivers.drive`` and ``drivers.adrive``
+carry the requests out, so ``run`` and ``arun`` behave alike. Bad model output and tool failures
+become observations the model can recover from; normal stops are data, never exceptions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Literal, Protocol
+
+from langchain_core.agents import AgentAction
+
+from explicit_react.deadline import DeadlineExceeded
+from explicit_react.drivers import Machine, Notify
+from explicit_react.errors import ModelCallError
+from explicit_react.executor import ToolExecutor, ToolOutcome, agent_tool_input
+from explicit_react.llm import Completion, ModelAdapter
+from explicit_react.parser import plain_text
+from explicit_react.policy import SOURCED_NUMBERS, Budget, RunGuard
+from explicit_react.prompt import Message, ToolSpec
+from explicit_react.scratchpad import ScratchpadLimits, truncate_middle
+from explicit_react.transport import Transport, Turn
+from explicit_react.types import Action, AgentResult, FinalAnswer, Step, StopReason, TokenUsage
+
+
+class RunListener(Protocol):
+    """Receives a run's progress; ``display.TracePrinter`` and ``trace.JsonlTrace`` are listeners."""
+
+    def on_turn_start(self, turn: int, max_turns: int) -> None:
+        """The model is about to be asked for turn ``turn`` (1-based)."""
+
+    def on_step(self, step: Step, turn: int, max_turns: int) -> None:
+        """A step completed (its observation is in)."""
+
+    def on_result(self, result: AgentResult) -> None:
+        """The run ended."""
+
+
+@dataclass(frozen=True)
+class Acted:
+    """What the Act phase did: the outcome to observe (``None`` when nothing ran), and a stop if any."""
+
+    outcome: ToolOutcome | None
+    tool: str = ""
+    stop: StopReason | None = None
+
+
+@dataclass
+class RunState:
+    """The state of one run: the question, the steps so far, the guard, the counters."""
+
+    question: str
+    context: str
+    guard: RunGuard
+    manager: Any = None
+    """The run's LangChain callback manager (sync or async, as the driver is), or ``None``."""
+    steps: list[Step] = field(default_factory=list)
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    llm_calls: int = 0
+    result: AgentResult | None = None
+    final_log: str = ""
+
+    @cached_property
+    def callbacks(self) -> Any:
+        """The child callback manager the run's model and tool calls report to. Built once: each call
+        copies it into a manager of its own, so sharing it is safe (and ``get_child`` is not free)."""
+        return self.manager.get_child() if self.manager else None
+
+    def sources(self) -> str:
+        """What the run has been told: the question, the context, and each tool result that worked."""
+        return "\n".join(
+            [self.question, self.context, *(s.observation for s in self.steps if s.error is None)]
+        )
+
+    def count(self, usage: TokenUsage) -> None:
+        self.usage += usage
+        self.llm_calls += 1
+        self.guard.record_tokens(usage.total_tokens)
+
+    def finish(self, answer: str, stop: StopReason, error: str | None = None, log: str = "") -> AgentResult:
+        self.final_log = log or answer
+        self.result = AgentResult(
+            answer=answer,
+            steps=list(self.steps),
+            stop_reason=stop,
+            error=error,
+            question=self.question,
+            usage=self.usage,
+            elapsed_seconds=self.guard.deadline.elapsed(),
+            llm_calls=self.llm_calls,
+        )
+        return self.result
+
+
+class ReActLoop:
+    """The decisions of a run. ``ExplicitReActAgent`` builds the parts below from its options."""
+
+    budget: Budget
+    allowed_tools: frozenset[str] | None
+    executor: ToolExecutor
+    transport: Transport
+    model: ModelAdapter
+    final_model: ModelAdapter
+    limits: ScratchpadLimits
+    tool_timeout: float | None
+    on_limit: Literal["generate", "force"]
+    max_reply_chars: int | None
+    keep_tool_output: bool
+    listeners: list[Any]
+
+    @property
+    def max_iterations(self) -> int:
+        """The iteration budget."""
+        return self.budget.max_iterations
+
+    @property
+    def tool_specs(self) -> list[ToolSpec]:
+        """The tools the model is shown: all of them, or the allowed ones."""
+        return [
+            spec
+            for name, spec in self.executor.specs.items()
+            if self.allowed_tools is None or name in self.allowed_tools
+        ]
+
+    def messages(
+        self, question: str, steps: Sequence[Step] = (), context: str = "", steps_left: int | None = None
+    ) -> list[Message]:
+        """The prompt for the next turn, as role/content messages."""
+        return self.transport.messages(question, self.tool_specs, steps, context, steps_left)
+
+    def new_run(self, question: str, context: str, manager: Any = None) -> RunState:
+        """The state of a run that has not started."""
+        return RunState(question, context, RunGuard(self.budget, self.allowed_tools), manager)
+
+    # The loop -----------------------------------------------------------------------------
+    def steps(self, run: RunState) -> Machine[None]:
+        """Think → Act → Observe until a final answer or a stop; yields each step as it completes,
+        and leaves the result in ``run.result``."""
+        guard = run.guard
+        while (stop := guard.stop_before_turn(len(run.steps))) is None:
+            yield Notify(self.listeners, "on_turn_start", (len(run.steps) + 1, self.max_iterations))
+            try:
+                turn = yield from self.thinking(run)
+                if isinstance(turn.decision, FinalAnswer):
+                    yield from self._finish(run, turn.decision.answer, StopReason.SUCCESS, turn.text)
+                    return
+                acted = yield from self.acting(turn, run)
+            except ModelCallError as exc:
+                yield from self._finish(
+                    run, _STOPPED[StopReason.LLM_ERROR], StopReason.LLM_ERROR, error=str(exc)
+                )
+                return
+            except DeadlineExceeded:
+                stop = StopReason.MAX_SECONDS
+                break
+            if acted.outcome is not None:
+                step = self.observe(turn, acted)
+                run.steps.append(step)
+                yield Notify(self.listeners, "on_step", (step, len(run.steps), self.max_iterations))
+                yield step
+            if acted.stop is not None:
+                stop = acted.stop
+                break
+        yield from self._stop_at_limit(run, stop)
+
+    # Think, Act, Observe --------------------------------------------------------------------
+    def thinking(self, run: RunState, steps_left: int | None = None) -> Machine[Turn]:
+        """THINK: ask the model for its next thought and action (or answer), and read the reply.
+
+        A reply over ``max_reply_chars`` is cut before it is read; the deadline covers the reading."""
+        steps_left = run.guard.steps_left(len(run.steps)) if steps_left is None else steps_left
+        model = (
+            self.model if (llm := self.transport.turn_model(run.steps)) is None else self.model.with_llm(llm)
+        )
+        messages = self.messages(run.question, run.steps, run.context, steps_left)
+        completion = yield from model.calls(messages, run.callbacks, run.guard.deadline)
+        run.count(completion.usage)
+        completion, cut = _cut_reply(completion, self.max_reply_chars)
+        turn = self.transport.read(completion)
+        if run.guard.deadline.expired():
+            raise DeadlineExceeded("time ran out while the reply was read")
+        if cut and not isinstance(turn.decision, FinalAnswer):
+            turn = dataclasses.replace(turn, note=_cut_note(cut, self.max_reply_chars))
+        return turn
+
+    def _permit(self, turn: Turn, run: RunState, *, in_run: bool = True) -> Acted | None:
+        """The policy's answer to a turn: an ``Acted`` when the tool must not run, ``None`` to run it.
+        Outside a run (``in_run=False``) there are no sources to check a call's numbers against."""
+        if not isinstance(turn.decision, Action):
+            feedback = turn.feedback or "Your reply could not be read."
+            error = feedback if feedback.startswith("Error") else f"Error: {feedback}"
+            return Acted(ToolOutcome(error, error="parse_error"))
+        action = turn.decision
+        tool = self.executor.resolve(action.tool)
+        if tool is None:
+            unknown = self.executor.unknown_tool_observation(action.tool)
+            verdict = run.guard.check_unknown(len(run.steps) + 1, action.tool, action.tool_input, unknown)
+            return Acted(ToolOutcome(verdict.observation, error=verdict.error), action.tool, verdict.stop)
+        verdict = run.guard.check(tool, action.tool_input)
+        if verdict.error == "tool_denied":  # the same answer as a made-up name: a refusal reveals nothing
+            verdict = dataclasses.replace(
+                verdict, observation=self.executor.unknown_tool_observation(action.tool)
+            )
+        if verdict.run and in_run and (self.executor.tools[tool].metadata or {}).get(SOURCED_NUMBERS):
+            verdict = run.guard.check_sources(tool, action.tool_input, run.sources()) or verdict
+        if verdict.run:
+            return None
+        if not verdict.observation:  # over the tool-call budget: nothing to observe, the run ends
+            return Acted(None, tool, verdict.stop)
+        return Acted(ToolOutcome(verdict.observation, error=verdict.error), tool, verdict.stop)
+
+    def acting(self, turn: Turn, run: RunState, *, in_run: bool = True) -> Machine[Acted]:
+        """ACT: run the action the model chose, if the policy allows it."""
+        if (refused := self._permit(turn, run, in_run=in_run)) is not None:
+            return refused
+        action = turn.decision
+        assert isinstance(action, Action)
+        tool = self.executor.resolve(action.tool) or action.tool
+        if run.manager is not None:
+            agent_action = AgentAction(tool, agent_tool_input(action.tool_input), turn.text)
+            yield Notify((run.manager,), "on_agent_action", (agent_action,))
+        outcome = yield from self.executor.calls(
+            action.tool,
+            action.tool_input,
+            callbacks=run.callbacks,
+            timeout=self.tool_timeout,
+            deadline=run.guard.deadline,
+        )
+        run.guard.record_call(len(run.steps) + 1, tool, action.tool_input, outcome.observation)
+        return Acted(outcome, tool, StopReason.RETURN_DIRECT if outcome.return_direct else None)
+
+    def observe(self, turn: Turn, acted: Acted) -> Step:
+        """OBSERVE: record the turn and what it produced as a step."""
+        outcome = acted.outcome or ToolOutcome("")
+        action = turn.decision if isinstance(turn.decision, Action) else None
+        observation = truncate_middle(outcome.observation, self.limits.max_observation_chars)
+        return Step(
+            thought=action.thought if action else "",
+            action=(acted.tool or action.tool) if action else "",
+            action_input=action.tool_input if action else "",
+            observation=f"{observation}\n{turn.note}" if turn.note else observation,
+            log=turn.text,
+            error=outcome.error,
+            llm_seconds=turn.seconds,
+            tool_seconds=outcome.seconds,
+            usage=turn.usage,
+            tool_output=outcome.output if self.keep_tool_output else None,
+        )
+
+    # Stopping -----------------------------------------------------------------------------
+    def _stop_at_limit(self, run: RunState, stop: StopReason) -> Machine[None]:
+        """End a run that hit a limit: one tool-free call for an answer (``on_limit="generate"``), or none."""
+        if stop is StopReason.RETURN_DIRECT:
+            yield from self._finish(run, run.steps[-1].observation, stop)
+            return
+        answer = _STOPPED[stop]
+        if self.on_limit == "generate" and stop in _ANSWER_AT_LIMIT:
+            messages = self.transport.final_messages(run.question, self.tool_specs, run.steps, run.context)
+            try:
+                completion = yield from self.final_model.calls(messages, run.callbacks, run.guard.deadline)
+            except (ModelCallError, DeadlineExceeded):
+                completion = _NO_COMPLETION
+            if completion.text:
+                run.count(completion.usage)
+            completion, _ = _cut_reply(completion, self.max_reply_chars)
+            answer = _answer_at_limit(self.transport.read(completion), answer)
+        yield from self._finish(run, answer, stop, error=self._limit_sentence(stop))
+
+    def _limit_sentence(self, stop: StopReason) -> str:
+        b = self.budget
+        return {
+            StopReason.MAX_ITERATIONS: f"the run reached max_iterations={b.max_iterations} without a final answer",
+            StopReason.MAX_TOOL_CALLS: f"the model asked for more than max_tool_calls={b.max_tool_calls} tool calls",
+            StopReason.MAX_SECONDS: f"the run used its max_seconds={b.max_seconds} before an answer",
+            StopReason.MAX_TOKENS: f"the model used more than max_tokens={b.max_tokens} tokens",
+            StopReason.LOOP_DETECTED: "the model kept repeating a call it had already made",
+            StopReason.TOOL_DENIED: "the model kept asking for a tool that is not allowed",
+        }.get(stop, str(stop))
+
+    def _finish(
+        self, run: RunState, answer: str, stop: StopReason, log: str = "", error: str | None = None
+    ) -> Machine[None]:
+        result = run.finish(answer.strip(), stop, error, log)
+        yield Notify(self.listeners, "on_result", (result,))
+
+
+_ANSWER_AT_LIMIT = {
+    StopReason.MAX_ITERATIONS,
+    StopReason.MAX_TOOL_CALLS,
+    StopReason.MAX_TOKENS,
+    StopReason.LOOP_DETECTED,
+    StopReason.TOOL_DENIED,
+}
+
+_STOPPED = {
+    StopReason.MAX_ITERATIONS: "I could not find an answer within the allowed number of steps.",
+    StopReason.MAX_TOOL_CALLS: "I could not find an answer within the allowed number of tool calls.",
+    StopReason.MAX_SECONDS: "I ran out of time before I could find an answer.",
+    StopReason.MAX_TOKENS: "I could not find an answer within the allowed number of tokens.",
+    StopReason.LOOP_DETECTED: "I stopped because I kept repeating the same action without getting closer to an answer.",
+    StopReason.TOOL_DENIED: "I stopped because the tool I needed is not allowed here.",
+    StopReason.LLM_ERROR: "I could not answer because the language model failed.",
+}
+
+_NO_COMPLETION = Completion("", TokenUsage(), 0.0)
+
+
+def _cut_reply(completion: Completion, limit: int | None) -> tuple[Completion, int]:
+    """The completion with its text cut to ``limit`` characters, and how many were cut."""
+    if limit is None or len(completion.text) <= limit:
+        return completion, 0
+    return dataclasses.replace(completion, text=completion.text[:limit]), len(completion.text) - limit
+
+
+def _cut_note(cut: int, limit: int | None) -> str:
+    return (
+        f"Note: your reply was {cut + (limit or 0)} characters long; only its first {limit} were read. "
+        "Keep each reply short: one Thought, then one Action or the Final Answer."
+    )
+
+
+def _answer_at_limit(turn: Turn, fallback: str) -> str:
+    """The answer in the tool-free call's reply: its Final Answer, or the reply itself when it is
+    plain prose; a reply that still asks for a tool, or is empty, gives ``fallback``."""
+    if isinstance(turn.decision, FinalAnswer) and turn.decision.answer.strip():
+        return turn.decision.answer
+    prose = plain_text(turn.text) if turn.decision is None else None
+    return prose or fallback
