@@ -157,7 +157,7 @@ class ReActLoop:
                 acted = yield from self.acting(turn, run)
             except ModelCallError as exc:
                 yield from self._finish(
-                    run, _STOPPED[StopReason.LLM_ERROR], StopReason.LLM_ERROR, error=str(exc)
+                    run, STOPPED_ANSWERS[StopReason.LLM_ERROR], StopReason.LLM_ERROR, error=str(exc)
                 )
                 return
             except DeadlineExceeded:
@@ -263,7 +263,7 @@ class ReActLoop:
         if stop is StopReason.RETURN_DIRECT:
             yield from self._finish(run, run.steps[-1].observation, stop)
             return
-        answer = _STOPPED[stop]
+        answer = STOPPED_ANSWERS[stop]
         if self.on_limit == "generate" and stop in _ANSWER_AT_LIMIT:
             messages = self.transport.final_messages(run.question, self.tool_specs, run.steps, run.context)
             try:
@@ -302,7 +302,7 @@ _ANSWER_AT_LIMIT = {
     StopReason.TOOL_DENIED,
 }
 
-_STOPPED = {
+STOPPED_ANSWERS = {  # the answer of a run that stopped without one of its own
     StopReason.MAX_ITERATIONS: "I could not find an answer within the allowed number of steps.",
     StopReason.MAX_TOOL_CALLS: "I could not find an answer within the allowed number of tool calls.",
     StopReason.MAX_SECONDS: "I ran out of time before I could find an answer.",

@@ -41,7 +41,9 @@ from langchain_core.outputs import ChatGeneration, ChatResult, LLMResult
 from langchain_core.tools import BaseTool
 
 from explicit_react import ExplicitReActAgent
-from explicit_react.agent import _STOPPED  # the sentences a run ends with when it has no answer
+from explicit_react.loop import (
+    STOPPED_ANSWERS as _STOPPED,
+)  # the sentences a run ends with when it has no answer
 from explicit_react.tools import KnowledgeBaseTool, calculator
 
 HERE = Path(__file__).resolve().parent
