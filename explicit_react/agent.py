@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from langchain_core.agents import AgentFinish
+from langchain_core.messages import AIMessage
 from langchain_core.runnables import Runnable, RunnableConfig, ensure_config
 from langchain_core.runnables.config import (
     get_async_callback_manager_for_config,
@@ -20,8 +21,8 @@ from langchain_core.runnables.config import (
 )
 from langchain_core.tools import BaseTool
 
-from explicit_react import drivers
-from explicit_react.context import format_context
+from explicit_react import drivers, options
+from explicit_react.context import read_input
 from explicit_react.drivers import Call, Machine, Notify
 from explicit_react.errors import ConfigurationError
 from explicit_react.executor import ToolExecutor, as_tool
@@ -46,6 +47,10 @@ class ExplicitReActAgent(ReActLoop, Runnable[AgentInput, dict[str, Any]]):
     Limits (``None`` = none): ``max_iterations`` turns, ``max_tool_calls``, ``max_seconds`` of wall
     clock, ``max_tokens`` in total. ``allowed_tools`` denies every other tool. ``on_limit``:
     ``"generate"`` asks the model once more for an answer at a limit, ``"force"`` just stops.
+    ``on_llm_error``: ``"stop"`` ends a run whose model failed (after ``max_retries``) with the
+    ``llm_error`` stop reason; ``"raise"`` raises ``ModelCallError`` instead, so ``with_retry`` and
+    ``with_fallbacks`` around the agent fire. Every option is checked here: a bad value raises
+    ``ConfigurationError`` naming the option and what it allows.
     ``verbose=True`` prints a coloured trace; ``trace_path`` writes one JSON line per step; other
     ``listeners`` get the same events. ``max_reply_chars``: a longer model reply is cut before it
     is read (the model is told). ``keep_tool_output=False`` drops each tool's raw return value
@@ -59,7 +64,7 @@ class ExplicitReActAgent(ReActLoop, Runnable[AgentInput, dict[str, Any]]):
         llm: Any,
         tools: Sequence[BaseTool | Callable[..., Any]] | None = None,
         *,
-        max_iterations: int = 5,
+        max_iterations: int | None = 5,
         max_tool_calls: int | None = None,
         max_seconds: float | None = None,
         max_tokens: int | None = None,
@@ -75,23 +80,41 @@ class ExplicitReActAgent(ReActLoop, Runnable[AgentInput, dict[str, Any]]):
         verbose: bool = False,
         trace_path: str | Path | None = None,
         listeners: Sequence[RunListener] = (),
-        mode: Literal["text", "tool_calling"] = "text",
+        mode: Literal["text", "tool_calling", "two_phase"] = "text",
         constrain_local: bool = True,
         max_reply_chars: int | None = 20_000,
         keep_tool_output: bool = True,
+        on_llm_error: Literal["stop", "raise"] = "stop",
     ) -> None:
-        if on_limit not in ("generate", "force"):
-            raise ConfigurationError(f"on_limit must be 'generate' or 'force', not {on_limit!r}")
-        try:
-            self.budget = Budget(max_iterations, max_tool_calls, max_seconds, max_tokens)
-        except ValueError as exc:
-            raise ConfigurationError(str(exc)) from None
+        # Every option is checked here, so a mistake fails now and not at the first tool call.
+        self.budget = Budget(
+            options.count("max_iterations", max_iterations, minimum=1, none_means="no limit"),
+            options.count("max_tool_calls", max_tool_calls, minimum=0, none_means="no limit"),
+            options.seconds("max_seconds", max_seconds),
+            options.count("max_tokens", max_tokens, minimum=0, none_means="no limit"),
+        )
+        tool_timeout = options.seconds("tool_timeout", tool_timeout)
+        llm_timeout = options.seconds("llm_timeout", llm_timeout)
+        max_retries = options.count("max_retries", max_retries, minimum=0) or 0
+        retry_backoff = options.number("retry_backoff", retry_backoff, minimum=0)
+        options.choice("on_limit", on_limit, ("generate", "force"))
+        options.choice("on_llm_error", on_llm_error, ("stop", "raise"))
+        options.choice("mode", mode, ("text", "tool_calling", "two_phase"))
+        options.count("max_observation_chars", max_observation_chars, minimum=1)
+        options.count("keep_recent_steps", keep_recent_steps, minimum=0, none_means="keeping every step")
+        options.count("max_reply_chars", max_reply_chars, minimum=1, none_means="no limit")
+        for name, value in (
+            ("verbose", verbose),
+            ("constrain_local", constrain_local),
+            ("keep_tool_output", keep_tool_output),
+        ):
+            options.flag(name, value)
         if tools is None:
             from explicit_react.tools import default_tools
 
             tools = default_tools()
-        self.tools: list[BaseTool] = [as_tool(t) for t in tools]
-        self.allowed_tools = frozenset(allowed_tools) if allowed_tools is not None else None
+        self.tools: list[BaseTool] = [as_tool(t) for t in options.tool_list(tools)]
+        self.allowed_tools = options.tool_names("allowed_tools", allowed_tools)
         shown = [t for t in self.tools if self.allowed_tools is None or t.name in self.allowed_tools]
         self.executor = ToolExecutor(self.tools, suggest=[t.name for t in shown])
         if self.allowed_tools is not None and (unknown := self.allowed_tools - set(self.executor.tools)):
@@ -106,7 +129,9 @@ class ExplicitReActAgent(ReActLoop, Runnable[AgentInput, dict[str, Any]]):
         elif mode == "tool_calling":
             self.transport = NativeToolCalling(self.limits)
         else:
-            raise ConfigurationError(f"mode must be 'text' or 'tool_calling', not {mode!r}")
+            from explicit_react.two_phase import TwoPhase
+
+            self.transport = TwoPhase(self.limits)
         self.mode = mode
         bound = self.transport.bind(llm, shown)
         self.model, self.final_model = (
@@ -121,6 +146,7 @@ class ExplicitReActAgent(ReActLoop, Runnable[AgentInput, dict[str, Any]]):
         )
         self.tool_timeout = tool_timeout
         self.on_limit = on_limit
+        self.on_llm_error = on_llm_error
         self.max_reply_chars = max_reply_chars
         self.keep_tool_output = keep_tool_output
         self.listeners: list[Any] = list(listeners)
@@ -200,14 +226,15 @@ class ExplicitReActAgent(ReActLoop, Runnable[AgentInput, dict[str, Any]]):
         """Async ``stream``."""
         return drivers.adrive(self._session(input, config, kwargs.pop("context", None)))
 
-    def run(self, question: str, context: str = "", *, config: RunnableConfig | None = None) -> AgentResult:
-        """Answer ``question`` (with optional ``context``); returns the answer, every step and the stop reason."""
+    def run(self, question: str, context: Any = "", *, config: RunnableConfig | None = None) -> AgentResult:
+        """Answer ``question`` (with optional ``context``, any shape ``context.read_context`` takes);
+        returns the answer, every step and the stop reason."""
         *_, result = self.stream({"input": question, "context": context}, config)
         assert isinstance(result, AgentResult)
         return result
 
     async def arun(
-        self, question: str, context: str = "", *, config: RunnableConfig | None = None
+        self, question: str, context: Any = "", *, config: RunnableConfig | None = None
     ) -> AgentResult:
         """Async ``run``."""
         result: Any = None
@@ -224,16 +251,18 @@ class ExplicitReActAgent(ReActLoop, Runnable[AgentInput, dict[str, Any]]):
     def invoke(
         self, input: AgentInput, config: RunnableConfig | None = None, **kwargs: Any
     ) -> dict[str, Any]:
-        """Runnable entry point: a question or ``{"input", "context"}`` in, a dict with ``output`` out."""
+        """Runnable entry point: a question, ``{"input", "context"}``, a prompt value, a list of
+        messages or a ``{"messages": [...]}`` state in (``context.read_input``); a dict with
+        ``output`` out, and ``messages`` (the answer as an ``AIMessage``) for a messages state."""
         question, context = read_input(input, kwargs.get("context"))
-        return result_to_output(self.run(question, context, config=config))
+        return result_to_output(self.run(question, context, config=config), input)
 
     async def ainvoke(
         self, input: AgentInput, config: RunnableConfig | None = None, **kwargs: Any
     ) -> dict[str, Any]:
         """Async ``invoke``."""
         question, context = read_input(input, kwargs.get("context"))
-        return result_to_output(await self.arun(question, context, config=config))
+        return result_to_output(await self.arun(question, context, config=config), input)
 
     def transform(
         self, input: Iterator[AgentInput], config: RunnableConfig | None = None, **kwargs: Any
@@ -250,29 +279,10 @@ class ExplicitReActAgent(ReActLoop, Runnable[AgentInput, dict[str, Any]]):
             yield await self.ainvoke(item, config)
 
 
-def read_input(input: AgentInput, context: Any = None) -> tuple[str, str]:
-    """The question and the context from a string or an ``{"input"|"question", "context"}`` dict."""
-    if isinstance(input, str):
-        return input, _context_text(context)
-    if isinstance(input, Mapping):
-        question = input.get("input", input.get("question"))
-        if not isinstance(question, str):
-            raise ConfigurationError("the input dict needs a string under 'input' (or 'question')")
-        return question, _context_text(input.get("context", context))
-    raise ConfigurationError(
-        f"input must be a question string or a dict with 'input', not {type(input).__name__}"
-    )
-
-
-def _context_text(context: Any) -> str:
-    if context is None:
-        return ""
-    return format_context(context)
-
-
-def result_to_output(result: AgentResult) -> dict[str, Any]:
-    """The Runnable output dict for a result."""
-    return {
+def result_to_output(result: AgentResult, input: Any = None) -> dict[str, Any]:
+    """The Runnable output dict for a result; for a ``{"messages": [...]}`` input (LangGraph's
+    ``MessagesState``) it also holds ``messages``: the answer as an ``AIMessage`` to append."""
+    output: dict[str, Any] = {
         "input": result.question,
         "output": result.answer,
         "stop_reason": result.stop_reason.value,
@@ -280,3 +290,6 @@ def result_to_output(result: AgentResult) -> dict[str, Any]:
         "error": result.error,
         "steps": [step.to_dict() for step in result.steps],
     }
+    if isinstance(input, Mapping) and "messages" in input and not ("input" in input or "question" in input):
+        output["messages"] = [AIMessage(content=result.answer)]
+    return output

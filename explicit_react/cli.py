@@ -79,9 +79,10 @@ def build_parser() -> argparse.ArgumentParser:
     agent.add_argument("--context", default="", help="background text the agent should use")
     agent.add_argument(
         "--mode",
-        choices=("text", "tool_calling"),
+        choices=("text", "tool_calling", "two_phase"),
         default="text",
-        help="text: the ReAct text protocol (any model); tool_calling: the model's native tool calls",
+        help="text: the ReAct text protocol (any model); tool_calling: the model's native tool calls; "
+        "two_phase: a Thought call, then a native tool call, each turn",
     )
 
     limits = parser.add_argument_group("guardrails")
@@ -258,14 +259,23 @@ class LiveTrace:
         self.printer = TracePrinter(self.console)
         self._status: Any = None
 
-    def on_turn_start(self, turn: int, max_turns: int) -> None:
+    def on_turn_start(self, turn: int, max_turns: int | None) -> None:
         """Show a spinner until the step (or the run) is done."""
         self.stop_spinner()
         if self.console.is_terminal:
-            self._status = self.console.status(f"Thinking (turn {turn}/{max_turns})...", spinner="dots")
+            counter = f"{turn}/{max_turns}" if max_turns is not None else str(turn)
+            self._status = self.console.status(f"Thinking (turn {counter})...", spinner="dots")
             self._status.start()
 
-    def on_step(self, step: Any, turn: int, max_turns: int) -> None:
+    def on_action(self, action: Any, turn: int, max_turns: int | None) -> None:
+        """Print the action as its tool starts; on a terminal, spin until the tool is done."""
+        self.stop_spinner()
+        self.printer.on_action(action, turn, max_turns)
+        if self.console.is_terminal:
+            self._status = self.console.status(f"Running {action.tool}...", spinner="dots")
+            self._status.start()
+
+    def on_step(self, step: Any, turn: int, max_turns: int | None) -> None:
         """Stop the spinner, print the step."""
         self.stop_spinner()
         self.printer.on_step(step, turn, max_turns)

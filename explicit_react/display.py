@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from explicit_react.scratchpad import format_tool_input, truncate_middle
-from explicit_react.types import AgentResult, Step
+from explicit_react.types import Action, AgentResult, Step
 
 
 class TracePrinter:
@@ -20,22 +20,36 @@ class TracePrinter:
     def __init__(self, console: Console | None = None, *, max_chars: int = 1200) -> None:
         self.console = console or Console(stderr=True, highlight=False)
         self.max_chars = max_chars
+        self._announced = False
 
     def _text(self, value: Any) -> str:
         return escape(truncate_middle(str(value).strip(), self.max_chars))
 
-    def on_turn_start(self, turn: int, max_turns: int) -> None:
+    def on_turn_start(self, turn: int, max_turns: int | None) -> None:
         """Nothing to print before the model answers (the CLI adds a spinner)."""
 
-    def on_step(self, step: Step, turn: int, max_turns: int) -> None:
-        """Print one step."""
-        counter = f"(turn {turn}/{max_turns})"
+    def on_action(self, action: Action, turn: int, max_turns: int | None) -> None:
+        """Print the Thought and the Action as the tool starts, so a long call shows what it is."""
+        self._print_action(action.thought, action.tool, action.tool_input, turn, max_turns)
+        self._announced = True
+
+    def _print_action(
+        self, thought: str, tool: str, tool_input: Any, turn: int, max_turns: int | None
+    ) -> None:
+        counter = f"(turn {turn}/{max_turns})" if max_turns is not None else f"(turn {turn})"
+        if thought:
+            self.console.print(f"[bold cyan]Thought {counter}:[/] {self._text(thought)}")
+        self.console.print(f"[bold yellow]Action {counter}:[/] {escape(tool)}")
+        self.console.print(f"[bold yellow]Action Input:[/] {self._text(format_tool_input(tool_input))}")
+
+    def on_step(self, step: Step, turn: int, max_turns: int | None) -> None:
+        """Print one step (only its Observation when ``on_action`` already printed the rest)."""
+        counter = f"(turn {turn}/{max_turns})" if max_turns is not None else f"(turn {turn})"
         c = self.console
+        announced, self._announced = self._announced, False
         if step.action:
-            if step.thought:
-                c.print(f"[bold cyan]Thought {counter}:[/] {self._text(step.thought)}")
-            c.print(f"[bold yellow]Action {counter}:[/] {escape(step.action)}")
-            c.print(f"[bold yellow]Action Input:[/] {self._text(format_tool_input(step.action_input))}")
+            if not announced:
+                self._print_action(step.thought, step.action, step.action_input, turn, max_turns)
         else:
             c.print(f"[bold red]Unreadable reply {counter}:[/] {self._text(step.log)}")
         style = "red" if step.error else "green"

@@ -17,7 +17,7 @@ from typing import Any
 
 import json_repair
 from langchain_core.callbacks import Callbacks
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool, Tool, tool
 from pydantic import BaseModel, ValidationError
 
@@ -194,7 +194,11 @@ class ToolExecutor:
         return f"Error: invalid input for tool {name!r}: {problem}. Expected Action Input: {expected}"
 
     def _finish(self, t: BaseTool, output: Any, started: float) -> ToolOutcome:
-        observation = observation_text(output)
+        if isinstance(output, ToolMessage):  # a content_and_artifact tool: keep both (see _call_id)
+            output = (output.content, output.artifact)
+        observation = observation_text(
+            output[0] if _has_artifact(t) and isinstance(output, tuple) else output
+        )
         error = "tool_error" if observation.startswith("Error") else None
         outcome = ToolOutcome(
             observation, output, error, time.monotonic() - started, t.return_direct and not error
@@ -247,7 +251,11 @@ class ToolExecutor:
             return refused  # type: ignore[return-value]
         limit, binding = deadline.timeout_for(timeout) if deadline else (timeout, False)
         started = time.monotonic()
-        native = partial(t.arun, fitted, callbacks=callbacks) if _has_native_async(t) else None
+        native = (
+            partial(t.arun, fitted, callbacks=callbacks, tool_call_id=_call_id(t))
+            if _has_native_async(t)
+            else None
+        )
         try:
             output = yield Call(partial(_run_sync, t, fitted, callbacks), native, limit)
         except TimeoutError as exc:
@@ -296,8 +304,18 @@ def _has_native_async(t: BaseTool) -> bool:
 
 def _run_sync(t: BaseTool, tool_input: Any, callbacks: Callbacks) -> Any:
     if isinstance(t, (StructuredTool, Tool)) and t.func is None and t.coroutine is not None:
-        return asyncio.run(t.arun(tool_input, callbacks=callbacks))  # an async-only tool
-    return t.run(tool_input, callbacks=callbacks)
+        return asyncio.run(t.arun(tool_input, callbacks=callbacks, tool_call_id=_call_id(t)))  # async-only
+    return t.run(tool_input, callbacks=callbacks, tool_call_id=_call_id(t))
+
+
+def _has_artifact(t: BaseTool) -> bool:
+    return t.response_format == "content_and_artifact"
+
+
+def _call_id(t: BaseTool) -> str | None:
+    """A call id for a ``content_and_artifact`` tool, else ``None``: LangChain returns such a tool's
+    artifact (in a ``ToolMessage``) only when the call has an id, and drops it otherwise."""
+    return f"explicit_react_{t.name}" if _has_artifact(t) else None
 
 
 _UNPARSED = "\x00unparsed"

@@ -13,6 +13,7 @@ become observations the model can recover from; normal stops are data, never exc
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -36,10 +37,13 @@ from explicit_react.types import Action, AgentResult, FinalAnswer, Step, StopRea
 class RunListener(Protocol):
     """Receives a run's progress; ``display.TracePrinter`` and ``trace.JsonlTrace`` are listeners."""
 
-    def on_turn_start(self, turn: int, max_turns: int) -> None:
+    def on_turn_start(self, turn: int, max_turns: int | None) -> None:
         """The model is about to be asked for turn ``turn`` (1-based)."""
 
-    def on_step(self, step: Step, turn: int, max_turns: int) -> None:
+    def on_action(self, action: Action, turn: int, max_turns: int | None) -> None:
+        """The policy let ``action`` run; its tool starts now (the step follows when it returns)."""
+
+    def on_step(self, step: Step, turn: int, max_turns: int | None) -> None:
         """A step completed (its observation is in)."""
 
     def on_result(self, result: AgentResult) -> None:
@@ -114,13 +118,14 @@ class ReActLoop:
     limits: ScratchpadLimits
     tool_timeout: float | None
     on_limit: Literal["generate", "force"]
+    on_llm_error: Literal["stop", "raise"]
     max_reply_chars: int | None
     keep_tool_output: bool
     listeners: list[Any]
 
     @property
-    def max_iterations(self) -> int:
-        """The iteration budget."""
+    def max_iterations(self) -> int | None:
+        """The iteration budget (``None``: no limit)."""
         return self.budget.max_iterations
 
     @property
@@ -156,6 +161,8 @@ class ReActLoop:
                     return
                 acted = yield from self.acting(turn, run)
             except ModelCallError as exc:
+                if self.on_llm_error == "raise":  # for with_retry / with_fallbacks around the agent
+                    raise
                 yield from self._finish(
                     run, STOPPED_ANSWERS[StopReason.LLM_ERROR], StopReason.LLM_ERROR, error=str(exc)
                 )
@@ -229,13 +236,24 @@ class ReActLoop:
         if run.manager is not None:
             agent_action = AgentAction(tool, agent_tool_input(action.tool_input), turn.text)
             yield Notify((run.manager,), "on_agent_action", (agent_action,))
-        outcome = yield from self.executor.calls(
-            action.tool,
-            action.tool_input,
-            callbacks=run.callbacks,
-            timeout=self.tool_timeout,
-            deadline=run.guard.deadline,
-        )
+        if in_run:
+            yield Notify(self.listeners, "on_action", (action, len(run.steps) + 1, self.max_iterations))
+        started = time.monotonic()
+        try:
+            outcome = yield from self.executor.calls(
+                action.tool,
+                action.tool_input,
+                callbacks=run.callbacks,
+                timeout=self.tool_timeout,
+                deadline=run.guard.deadline,
+            )
+        except DeadlineExceeded as exc:  # kept as a step, so the call that hung is visible
+            observation = (
+                f"Error: the run's max_seconds={self.budget.max_seconds} ran out while tool {tool!r} "
+                f"was running ({exc})."
+            )
+            cut = ToolOutcome(observation, error="tool_timeout", seconds=time.monotonic() - started)
+            return Acted(cut, tool, StopReason.MAX_SECONDS)
         run.guard.record_call(len(run.steps) + 1, tool, action.tool_input, outcome.observation)
         return Acted(outcome, tool, StopReason.RETURN_DIRECT if outcome.return_direct else None)
 

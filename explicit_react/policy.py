@@ -22,14 +22,14 @@ from explicit_react.types import StopReason, ToolInput, call_signature
 class Budget:
     """The limits of one run; ``None`` means no limit."""
 
-    max_iterations: int = 5
+    max_iterations: int | None = 5
     max_tool_calls: int | None = None
     max_seconds: float | None = None
     max_tokens: int | None = None
 
     def __post_init__(self) -> None:
-        if self.max_iterations < 1:
-            raise ValueError("max_iterations must be at least 1")
+        if self.max_iterations is not None and self.max_iterations < 1:
+            raise ValueError("max_iterations must be at least 1, or None for no limit")
         for name in ("max_tool_calls", "max_seconds", "max_tokens"):
             value = getattr(self, name)
             if value is not None and value < 0:
@@ -138,12 +138,14 @@ class RunGuard:
             return StopReason.MAX_SECONDS
         if self.budget.max_tokens is not None and self.tokens > self.budget.max_tokens:
             return StopReason.MAX_TOKENS
-        if turns_taken >= self.budget.max_iterations:
+        if self.budget.max_iterations is not None and turns_taken >= self.budget.max_iterations:
             return StopReason.MAX_ITERATIONS
         return None
 
-    def steps_left(self, turns_taken: int) -> int:
-        """Turns left in the iteration budget, this one included."""
+    def steps_left(self, turns_taken: int) -> int | None:
+        """Turns left in the iteration budget, this one included; ``None`` when there is no limit."""
+        if self.budget.max_iterations is None:
+            return None
         return self.budget.max_iterations - turns_taken
 
     def check(self, tool: str, tool_input: ToolInput) -> Verdict:

@@ -54,7 +54,7 @@ class JsonlTrace:
             f.write(json.dumps(record, ensure_ascii=False) + "\n")
             f.flush()
 
-    def on_step(self, step: Step, turn: int, max_turns: int) -> None:
+    def on_step(self, step: Step, turn: int, max_turns: int | None) -> None:
         """Write one step."""
         self._write(
             {"event": "step", "time": time.time(), "turn": turn, "max_turns": max_turns, **step.to_dict()}

@@ -300,7 +300,12 @@ class NativeToolCalling:
             action = Action(call["name"], args, thought, log.strip())
             problem = checked(action)
             return Turn(
-                action.log, None if problem else action, problem, completion.usage, completion.seconds
+                action.log,
+                None if problem else action,
+                problem,
+                completion.usage,
+                completion.seconds,
+                _dropped(completion.tool_calls),
             )
         if thought:
             return Turn(
@@ -308,3 +313,17 @@ class NativeToolCalling:
             )
         feedback = "Error: your reply was empty. Call one of the tools, or reply with your final answer."
         return Turn("", None, feedback, completion.usage, completion.seconds)
+
+
+def _dropped(calls: Sequence[dict[str, Any]]) -> str:
+    """The note for a reply with several tool calls: only the first runs, and the model is told which
+    did not (one call per step keeps each step's thought, budget and loop check about one call)."""
+    if len(calls) < 2:
+        return ""
+    rest = "; ".join(
+        f"{c.get('name')}({json.dumps(c.get('args') or {}, ensure_ascii=False)})" for c in calls[1:]
+    )
+    return (
+        f"Note: your reply had {len(calls)} tool calls; only the first ran. Not run: {rest}. "
+        "Call one tool at a time."
+    )

@@ -8,13 +8,14 @@ import json
 
 import pytest
 from langchain_core.language_models import FakeListLLM
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableLambda
 from langchain_core.tools import StructuredTool, ToolException, tool
 from rich.console import Console
 
 from explicit_react import AgentResult, ConfigurationError, ExplicitReActAgent, Step, StopReason
 from explicit_react.display import TracePrinter
+from explicit_react.errors import ModelCallError
 from explicit_react.testing import ScriptedChatModel, ScriptExhausted
 from tests.helpers import EventRecorder, action, final, search, subtract
 
@@ -485,3 +486,85 @@ def test_a_real_tool_named_like_a_keyword_is_called(name: str) -> None:
     assert called == ["the report"]
     assert result.steps[0].action == name and result.steps[0].observation == "filed"
     assert result.answer == "Filed." and result.stop_reason is StopReason.SUCCESS
+
+
+@pytest.mark.parametrize(
+    ("question", "message"), [(123, "must be a string.*not int"), ("  ", "the question is empty")]
+)
+def test_run_refuses_a_question_it_cannot_use(question: object, message: str) -> None:
+    model = ScriptedChatModel([])
+    with pytest.raises(ConfigurationError, match=message):
+        ExplicitReActAgent(model, [search]).run(question)  # type: ignore[arg-type]
+    assert model.calls == []  # nothing reached the model
+
+
+def test_invoke_takes_messages_and_a_messages_state() -> None:
+    history = [HumanMessage("I live in Lyon."), AIMessage("Noted."), HumanMessage("Where do I live?")]
+    model = ScriptedChatModel([final("Lyon."), final("Lyon.")])
+    agent = ExplicitReActAgent(model, [search])
+    out = agent.invoke(history)
+    assert out["input"] == "Where do I live?" and "messages" not in out
+    state_out = agent.invoke({"messages": history})
+    assert [m.content for m in state_out["messages"]] == ["Lyon."]
+    assert "User: I live in Lyon.\nAssistant: Noted." in model.calls[1].prompt
+
+
+def test_on_llm_error_raise_lets_with_retry_run_the_agent_again() -> None:
+    model = ScriptedChatModel([RuntimeError("503"), final("Paris.")])
+    agent = ExplicitReActAgent(model, [search], max_retries=0, on_llm_error="raise")
+    with pytest.raises(ModelCallError):
+        agent.run("Capital of France?")
+    retried = ExplicitReActAgent(
+        ScriptedChatModel([RuntimeError("503"), final("Paris.")]),
+        [search],
+        max_retries=0,
+        on_llm_error="raise",
+    )
+    assert (
+        retried.with_retry(stop_after_attempt=2, wait_exponential_jitter=False).invoke("Capital of France?")[
+            "output"
+        ]
+        == "Paris."
+    )
+
+
+def test_on_llm_error_stop_keeps_the_result() -> None:
+    model = ScriptedChatModel([RuntimeError("503")])
+    result = ExplicitReActAgent(model, [search], max_retries=0).run("q")
+    assert result.stop_reason is StopReason.LLM_ERROR and "503" in (result.error or "")
+
+
+def test_a_tool_cut_by_max_seconds_is_kept_as_a_step() -> None:
+    import time as _time
+
+    @tool
+    def slow(query: str) -> str:
+        """Takes a long time."""
+        _time.sleep(5)
+        return "late"
+
+    model = ScriptedChatModel([action("slow", "x")])
+    result = ExplicitReActAgent(model, [slow], max_seconds=0.5).run("q")
+    assert result.stop_reason is StopReason.MAX_SECONDS
+    assert len(result.steps) == 1 and result.steps[0].action == "slow"
+    assert (
+        result.steps[0].error == "tool_timeout"
+        and "ran out while tool 'slow' was running" in result.steps[0].observation
+    )
+
+
+def test_the_trace_shows_an_action_before_its_tool_returns() -> None:
+    buffer = io.StringIO()
+    seen: list[str] = []
+
+    @tool
+    def probe(query: str) -> str:
+        """Records what the trace showed while it ran."""
+        seen.append(buffer.getvalue())
+        return "done"
+
+    printer = TracePrinter(Console(file=buffer, width=120, color_system=None))
+    model = ScriptedChatModel([action("probe", "x"), final("ok")])
+    ExplicitReActAgent(model, [probe], listeners=[printer]).run("q")
+    assert "Action (turn 1/5): probe" in seen[0] and "Observation" not in seen[0]
+    assert buffer.getvalue().count("Action (turn 1/5): probe") == 1  # not printed twice

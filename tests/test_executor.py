@@ -300,3 +300,22 @@ def test_text_for_a_tool_with_one_required_argument_is_never_split_on_commas() -
     assert executor.execute("lookup", "Paris, France").observation == "Paris, France|3"
     assert executor.execute("lookup", "a,\nb").observation == "a,\nb|3"
     assert executor.execute("lookup", ["Paris", 5]).observation == "Paris|5"  # lookup("Paris", 5)
+
+
+@tool(response_format="content_and_artifact")
+def chart(city: str) -> tuple[str, dict[str, list[int]]]:
+    """A chart of a city's population; the text says what it shows, the artifact holds the data."""
+    return f"A chart of {city}'s population.", {"years": [2020, 2021], "people": [2_100_000, 2_090_000]}
+
+
+@pytest.mark.parametrize("run_async", [False, True])
+def test_a_content_and_artifact_tool_keeps_its_artifact(run_async: bool) -> None:
+    executor = ToolExecutor([chart])
+    outcome = (
+        asyncio.run(executor.aexecute("chart", "Paris")) if run_async else executor.execute("chart", "Paris")
+    )
+    assert outcome.error is None and outcome.observation == "A chart of Paris's population."
+    assert outcome.output == (
+        "A chart of Paris's population.",
+        {"years": [2020, 2021], "people": [2_100_000, 2_090_000]},
+    )

@@ -66,7 +66,7 @@ def test_a_question_that_raises_is_a_record_and_the_others_are_answered() -> Non
     bad = records[1]
     assert set(bad) == RESULT_KEYS
     assert bad["stop_reason"] is None and bad["success"] is False
-    assert bad["error"].startswith("ConfigurationError: the input dict needs a string")
+    assert bad["error"].startswith("ConfigurationError: the question must be a string")
     assert bad["question"] == "2"
 
 

@@ -72,3 +72,23 @@ def test_a_model_without_tool_calling_is_a_configuration_error() -> None:
         ExplicitReActAgent(lambda messages: "x", [search], mode="tool_calling")
     with pytest.raises(ConfigurationError, match="mode"):
         ExplicitReActAgent(ScriptedChatModel([]), [search], mode="json")  # type: ignore[arg-type]
+
+
+def test_a_second_tool_call_in_one_reply_is_not_dropped_silently() -> None:
+    two_calls = AIMessage(
+        content="Both at once.",
+        tool_calls=[
+            {"name": "search", "args": {"query": "population of France"}, "id": "a"},
+            {"name": "search", "args": {"query": "population of Paris"}, "id": "b"},
+        ],
+    )
+    model = ScriptedChatModel([two_calls, AIMessage(content="Done.")])
+    result = ExplicitReActAgent(model, [search], mode="tool_calling").run("France and Paris?")
+    observation = result.steps[0].observation
+    assert observation.startswith("68000000")
+    assert (
+        "2 tool calls" in observation
+        and "only the first" in observation
+        and "population of Paris" in observation
+    )
+    assert "only the first" in str(model.calls[1].messages[-1].content)  # the model is told

@@ -1,0 +1,96 @@
+"""Checks the agent's constructor options, each against its allowed values, before anything is built.
+
+Every check raises ``ConfigurationError`` naming the option, what it allows and what it got, so a
+mistake (``tool_timeout="5"``, ``allowed_tools="search"``, one tool instead of a list) fails at
+construction instead of turning every tool call into an error later.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping
+from typing import Any, TypeVar
+
+from explicit_react.errors import ConfigurationError
+
+T = TypeVar("T")
+
+
+def _got(value: Any) -> str:
+    return f"got {value!r} ({type(value).__name__})"
+
+
+def seconds(name: str, value: Any) -> float | None:
+    """A duration in seconds greater than 0, or ``None`` for no limit (``0`` and ``-1`` are refused:
+    they do not mean "no limit" here)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ConfigurationError(
+            f"{name} must be a number of seconds greater than 0, or None for no limit; {_got(value)}"
+        )
+    return float(value)
+
+
+def count(name: str, value: Any, *, minimum: int, none_means: str | None = None) -> int | None:
+    """A whole number of at least ``minimum``; ``None`` too when ``none_means`` says what it means."""
+    if value is None and none_means is not None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        allowed = f"a whole number of at least {minimum}"
+        if none_means is not None:
+            allowed += f", or None for {none_means}"
+        raise ConfigurationError(f"{name} must be {allowed}; {_got(value)}")
+    return value
+
+
+def number(name: str, value: Any, *, minimum: float) -> float:
+    """A number of at least ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < minimum:
+        raise ConfigurationError(f"{name} must be a number of at least {minimum}; {_got(value)}")
+    return float(value)
+
+
+def choice(name: str, value: T, allowed: Collection[T]) -> T:
+    """One of ``allowed``."""
+    if value not in allowed:
+        raise ConfigurationError(f"{name} must be one of {', '.join(map(repr, allowed))}; {_got(value)}")
+    return value
+
+
+def flag(name: str, value: Any) -> bool:
+    """``True`` or ``False``."""
+    if not isinstance(value, bool):
+        raise ConfigurationError(f"{name} must be True or False; {_got(value)}")
+    return value
+
+
+def tool_names(name: str, value: Any) -> frozenset[str] | None:
+    """A collection of tool names (a set or list of strings), or ``None``; one string is refused,
+    since it would be read as its characters."""
+    if value is None:
+        return None
+    if isinstance(value, str) or not isinstance(value, Iterable) or isinstance(value, Mapping):
+        hint = f" (write {name}=[{value!r}] for one tool)" if isinstance(value, str) else ""
+        raise ConfigurationError(f"{name} must be a list or set of tool names, or None{hint}; {_got(value)}")
+    names = list(value)
+    if not all(isinstance(n, str) for n in names):
+        raise ConfigurationError(f"{name} must hold tool names (strings); got {names!r}")
+    return frozenset(names)
+
+
+def tool_list(value: Any) -> list[Any]:
+    """The ``tools`` argument as a list: any collection of tools (a list, a tuple, a toolkit's
+    ``get_tools()``); one tool alone is refused with a message that says to wrap it in a list (a
+    ``BaseTool`` is itself iterable, over its fields, so it must be caught first)."""
+    from langchain_core.tools import BaseTool
+
+    if isinstance(value, BaseTool) or (callable(value) and not isinstance(value, Iterable)):
+        label = getattr(value, "name", None) or getattr(value, "__name__", type(value).__name__)
+        raise ConfigurationError(
+            f"tools must be a list of tools; got one tool, {label!r}: pass tools=[{label}]"
+        )
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise ConfigurationError(
+            f"tools must be a list of LangChain tools or functions, or None; {_got(value)}"
+        )
+    return list(value)

@@ -1,0 +1,82 @@
+"""Every constructor option is checked at construction, with a message naming the option and what it allows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from explicit_react import ConfigurationError, ExplicitReActAgent, StopReason
+from explicit_react.testing import ScriptedChatModel
+from tests.helpers import action, final, search, subtract
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (
+            {"tool_timeout": "5"},
+            r"tool_timeout must be a number of seconds greater than 0, or None.*'5' \(str\)",
+        ),
+        ({"tool_timeout": 0}, "tool_timeout must be a number of seconds greater than 0"),
+        ({"tool_timeout": -1}, "tool_timeout must be a number of seconds greater than 0"),
+        ({"llm_timeout": 0}, "llm_timeout must be a number of seconds greater than 0"),
+        ({"llm_timeout": -1.5}, "llm_timeout must be a number of seconds greater than 0"),
+        ({"max_seconds": 0}, "max_seconds must be a number of seconds greater than 0"),
+        ({"max_iterations": 0}, "max_iterations must be a whole number of at least 1, or None for no limit"),
+        ({"max_iterations": 2.5}, "max_iterations must be a whole number"),
+        ({"max_tool_calls": -1}, "max_tool_calls must be a whole number of at least 0, or None"),
+        ({"max_tokens": "many"}, "max_tokens must be a whole number"),
+        ({"max_retries": -1}, "max_retries must be a whole number of at least 0"),
+        ({"retry_backoff": -1}, "retry_backoff must be a number of at least 0"),
+        ({"max_observation_chars": 0}, "max_observation_chars must be a whole number of at least 1"),
+        ({"keep_recent_steps": -2}, "keep_recent_steps must be a whole number of at least 0, or None"),
+        ({"on_limit": "ask"}, "on_limit must be one of 'generate', 'force'"),
+        ({"on_llm_error": "retry"}, "on_llm_error must be one of 'stop', 'raise'"),
+        ({"mode": "json"}, "mode must be one of 'text', 'tool_calling', 'two_phase'"),
+        ({"verbose": "yes"}, "verbose must be True or False"),
+        (
+            {"allowed_tools": "search"},
+            r"allowed_tools must be a list or set of tool names.*allowed_tools=\['search'\]",
+        ),
+        ({"allowed_tools": [1]}, "allowed_tools must hold tool names"),
+        ({"allowed_tools": ["nope"]}, r"allowed_tools names tools that do not exist: \['nope'\]"),
+    ],
+)
+def test_a_bad_option_fails_at_construction_naming_it(options: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigurationError, match=message):
+        ExplicitReActAgent(ScriptedChatModel([]), [search], **options)
+
+
+def test_one_tool_instead_of_a_list_says_so() -> None:
+    with pytest.raises(
+        ConfigurationError,
+        match=r"tools must be a list of tools; got one tool, 'search': pass tools=\[search\]",
+    ):
+        ExplicitReActAgent(ScriptedChatModel([]), search)  # type: ignore[arg-type]
+
+
+def test_a_string_for_tools_is_refused() -> None:
+    with pytest.raises(ConfigurationError, match="tools must be a list of LangChain tools"):
+        ExplicitReActAgent(ScriptedChatModel([]), "search")  # type: ignore[arg-type]
+
+
+def test_good_options_are_kept() -> None:
+    agent = ExplicitReActAgent(
+        ScriptedChatModel([]), (search, subtract), tool_timeout=5, llm_timeout=2.5, allowed_tools={"search"}
+    )
+    assert agent.tool_timeout == 5.0 and agent.allowed_tools == frozenset({"search"})
+    assert [t.name for t in agent.tools] == ["search", "subtract"]
+
+
+def test_max_iterations_none_means_no_limit() -> None:
+    replies = [action("search", f"query {i}") for i in range(7)] + [final("done")]
+    model = ScriptedChatModel(replies)
+    result = ExplicitReActAgent(model, [search], max_iterations=None).run("q")
+    assert result.stop_reason is StopReason.SUCCESS and len(result.steps) == 7
+    assert "steps left" not in model.calls[0].prompt  # no countdown without a limit
+
+
+def test_any_collection_of_tools_is_accepted() -> None:
+    agent = ExplicitReActAgent(ScriptedChatModel([]), {"s": search, "t": subtract}.values())
+    assert [t.name for t in agent.tools] == ["search", "subtract"]
