@@ -22,7 +22,7 @@ import ast
 import json
 import re
 import sys
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -150,6 +150,8 @@ class _Grammar(NamedTuple):
     kinds: dict[str, str]
     words: dict[str, str]
     trailing_observation: re.Pattern[str]
+    colon_runs: re.Pattern[str] | None
+    """A colon after a run (within a line, since the last colon) long enough to hold a label."""
 
 
 @lru_cache(maxsize=16)
@@ -186,7 +188,13 @@ def _grammar(labels: Labels) -> _Grammar:
         rf"(?<!\S){re.escape(observation)}[ \t]*+[:：]?+\s*+\Z|(?im:^[ \t]*+(?:{prefixes})[ \t]*+\Z)"
     )
     exact = {group: " ".join(word.split()) for group, word in words.items()}
-    return _Grammar(label, kinds, exact, trailing_observation)
+    shortest = min(len("".join(word.split())) for word in words.values() if word)
+    colon_runs: re.Pattern[str] | None = re.compile(
+        rf"(?<![^:：\n])[^:：\n]{{{shortest},}}+[:：]"
+    )  # each run tried once: linear
+    if any(mark in word for word in words.values() for mark in ":：\n"):  # a label word with a colon
+        colon_runs = None
+    return _Grammar(label, kinds, exact, trailing_observation, colon_runs)
 
 
 def parse(text: str, *, labels: Labels = DEFAULT_LABELS, tools: Collection[str] = ()) -> Action | FinalAnswer:
@@ -246,7 +254,7 @@ def _find_labels(text: str, grammar: _Grammar) -> list[_Label]:
     line_begins = 0  # the start of the current match's line
     last_word = -1  # the last character before the current match that is not one of " \t#>-"
     scanned = 0  # line_begins and last_word are up to date for text[:scanned]
-    for match in grammar.label.finditer(masked):
+    for match in _label_matches(masked, grammar):
         group = match.lastgroup  # the label's word: "bold", the only other group, closes before it
         assert group is not None and group != "bold"
         word = match[group]
@@ -262,6 +270,24 @@ def _find_labels(text: str, grammar: _Grammar) -> list[_Label]:
         start = line_begins if line_start else match.start()
         found.append(_Label(grammar.kinds[group], start, match.end(), line_start))
     return found
+
+
+def _label_matches(masked: str, grammar: _Grammar) -> Iterator[re.Match[str]]:
+    """What ``grammar.label.finditer(masked)`` finds, looking only where a label can be.
+
+    A label holds no colon and no newline before its own colon, so each one lies in a run that
+    starts after the previous colon or newline and ends at most 3 characters past its colon (a
+    closing ``**``); runs too short for any label word, and text with no colon, are skipped.
+    """
+    if grammar.colon_runs is None:
+        yield from grammar.label.finditer(masked)
+        return
+    end = 0
+    for run in grammar.colon_runs.finditer(masked):
+        match = grammar.label.search(masked, max(run.start(), end), run.end() + 2)
+        if match:
+            end = match.end()
+            yield match
 
 
 def _mask_fences(text: str) -> str:
