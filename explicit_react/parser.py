@@ -26,6 +26,7 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
+from itertools import chain
 from string import Template
 from typing import Any, NamedTuple
 
@@ -150,8 +151,9 @@ class _Grammar(NamedTuple):
     kinds: dict[str, str]
     words: dict[str, str]
     trailing_observation: re.Pattern[str]
-    colon_runs: re.Pattern[str] | None
-    """A colon after a run (within a line, since the last colon) long enough to hold a label."""
+    colon_runs: tuple[re.Pattern[str], re.Pattern[str]] | None
+    """A run long enough to hold a label, up to a colon (within a line, since the last colon): at the
+    start of the text, and after a colon or newline."""
 
 
 @lru_cache(maxsize=16)
@@ -189,11 +191,10 @@ def _grammar(labels: Labels) -> _Grammar:
     )
     exact = {group: " ".join(word.split()) for group, word in words.items()}
     shortest = min(len("".join(word.split())) for word in words.values() if word)
-    colon_runs: re.Pattern[str] | None = re.compile(
-        rf"(?<![^:：\n])[^:：\n]{{{shortest},}}+[:：]"
-    )  # each run tried once: linear
-    if any(mark in word for word in words.values() for mark in ":：\n"):  # a label word with a colon
-        colon_runs = None
+    run = rf"[^:：\n]{{{shortest},}}+(?=[:：])"
+    colon_runs = None  # a label word with a colon in it: look for labels everywhere
+    if not any(mark in word for word in words.values() for mark in ":：\n"):
+        colon_runs = (re.compile(run), re.compile(rf"[:：\n]{run}"))
     return _Grammar(label, kinds, exact, trailing_observation, colon_runs)
 
 
@@ -282,9 +283,11 @@ def _label_matches(masked: str, grammar: _Grammar) -> Iterator[re.Match[str]]:
     if grammar.colon_runs is None:
         yield from grammar.label.finditer(masked)
         return
+    first_run, next_runs = grammar.colon_runs
+    runs = [(0, first.end())] if (first := first_run.match(masked)) else []
     end = 0
-    for run in grammar.colon_runs.finditer(masked):
-        match = grammar.label.search(masked, max(run.start(), end), run.end() + 2)
+    for start, colon in chain(runs, ((run.start() + 1, run.end()) for run in next_runs.finditer(masked))):
+        match = grammar.label.search(masked, max(start, end), colon + 3)
         if match:
             end = match.end()
             yield match
