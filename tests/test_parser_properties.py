@@ -27,7 +27,7 @@ PIECES = [
     "**Action 1:**", "action input :", "FINAL ANSWER:", "Obs", "Finish[", "Final Answer",
     "`", "```", "````", "```json\n", "{", "}", "[", "]", "(", ")", '"', "'", ":", ",", "=", "\\",
     '{"action": "search", "action_input": ', '{"a": 1}', "[1, 2]", "True", "None", "null", "//", "/*",
-    "\n", "\r\n", " ", "\t", "\x00", "\u00a0", "\u3000", "<|im_end|>", "search", "x", "42", "query=",
+    "\n", "\r\n", " ", "\t", "\x00", "\u00a0", "\u3000", "<|im_end|>", "search", "x", "42", "query=", "：", "**Thought**:", "Final  Answer：",
 ]  # fmt: skip
 soup = st.lists(st.one_of(st.sampled_from(PIECES), st.text(max_size=6)), max_size=30).map("".join)
 NO_TOOL = {"", "none", "null", "n/a", "nothing"}
@@ -217,3 +217,17 @@ def test_json_nested_past_the_limit_is_kept_as_text(depth: int) -> None:
     assert isinstance(result, Action) and result.tool_input == nested
     final = parse(f"Thought: t\nAction: Final Answer\nAction Input: {'[' * depth}{']' * depth}")
     assert isinstance(final, FinalAnswer) and final.answer == "[" * depth + "]" * depth
+
+
+@given(
+    soup,
+    st.sampled_from(
+        [parser_module.DEFAULT_LABELS, parser_module.Labels(action="Tool", action_input="Tool Input")]
+    ),
+)
+def test_labels_found_in_colon_runs_are_those_a_full_scan_finds(
+    text: str, labels: parser_module.Labels
+) -> None:
+    grammar = parser_module._grammar(labels)
+    found = [match.span() for match in parser_module._label_matches(text, grammar)]
+    assert found == [match.span() for match in grammar.label.finditer(text)]
