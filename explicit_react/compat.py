@@ -51,6 +51,7 @@ from explicit_react.errors import ParseError
 from explicit_react.executor import ToolExecutor, agent_tool_input, as_tool, tool_spec
 from explicit_react.parser import parse
 from explicit_react.prompt import load_template
+from explicit_react.transport import checked
 from explicit_react.types import FinalAnswer, StopReason
 
 __all__ = [
@@ -80,13 +81,18 @@ class ReActOutputParser(BaseOutputParser[AgentDecision]):
         """Read one model reply."""
         try:
             decision = parse(text)
+            problem = checked(decision)  # an empty Final Answer, an input nested too deeply
         except ParseError as exc:
+            problem = exc.feedback
+        except RecursionError:
+            problem = "Error: your Action Input is nested too deeply. Send plain text or a flat JSON object."
+        if problem is not None:
             raise OutputParserException(
                 f"Could not parse LLM output: `{text}`",
-                observation=exc.feedback,
+                observation=problem,
                 llm_output=text,
                 send_to_llm=True,
-            ) from None
+            )
         log = text if text.rstrip() == decision.log else decision.log  # the text, unless we cut it
         if isinstance(decision, FinalAnswer):
             return AgentFinish({"output": decision.answer}, log)

@@ -13,7 +13,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -62,57 +63,79 @@ class _Returned:
     value: Any
 
 
+class _Progress:
+    """A machine being driven (the part both drivers share): iterate it for the machine's next
+    request or output; set ``reply`` (or let ``replying`` catch the error) before the next one."""
+
+    def __init__(self, machine: Machine[Any]) -> None:
+        self.machine = machine
+        self.reply: Any = None
+        self.error: BaseException | None = None
+        self.value: Any = None
+
+    def __iter__(self) -> Iterator[Any]:
+        try:
+            while True:
+                reply, error, self.reply, self.error = self.reply, self.error, None, None
+                yield self.machine.send(reply) if error is None else self.machine.throw(error)
+        except StopIteration as done:
+            self.value = done.value
+
+    @contextmanager
+    def replying(self) -> Iterator[None]:
+        """An exception raised while a request is carried out goes to the machine, at its ``yield``."""
+        try:
+            yield
+        except BaseException as exc:  # a KeyboardInterrupt or a cancellation too: callbacks hear of it
+            self.error = exc
+
+    def __enter__(self) -> _Progress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.machine.close()
+
+
 def drive(machine: Machine[T]) -> Generator[Any, None, T]:
     """Carry out ``machine``'s requests here and now; yield its outputs; return what it returns."""
-    reply: Any = None
-    error: BaseException | None = None
-    try:
-        while True:
-            request = machine.send(reply) if error is None else machine.throw(error)
-            reply, error = None, None
-            if not isinstance(request, _REQUESTS):
+    with _Progress(machine) as progress:
+        for request in progress:
+            if isinstance(request, _REQUESTS):
+                with progress.replying():
+                    progress.reply = _perform(request)
+            else:
                 yield request
-                continue
-            try:
-                if isinstance(request, Call):
-                    reply = call_with_timeout(request.blocking, request.timeout)
-                elif isinstance(request, Sleep):
-                    time.sleep(request.seconds)
-                else:
-                    _notify(request)
-            except Exception as exc:
-                error = exc
-    except StopIteration as done:
-        return done.value
-    finally:
-        machine.close()
+    return progress.value
 
 
 async def adrive(machine: Machine[Any]) -> AsyncIterator[Any]:
     """Carry out ``machine``'s requests on the running event loop; yield its outputs."""
-    reply: Any = None
-    error: BaseException | None = None
-    try:
-        while True:
-            request = machine.send(reply) if error is None else machine.throw(error)
-            reply, error = None, None
-            if not isinstance(request, _REQUESTS):
+    with _Progress(machine) as progress:
+        for request in progress:
+            if isinstance(request, _REQUESTS):
+                with progress.replying():
+                    progress.reply = await _aperform(request)
+            else:
                 yield request
-                continue
-            try:
-                if isinstance(request, Call):
-                    reply = await _acall(request)
-                elif isinstance(request, Sleep):
-                    await asyncio.sleep(request.seconds)
-                else:
-                    for pending in _notify(request):
-                        await pending
-            except Exception as exc:
-                error = exc
-    except StopIteration:
-        return
-    finally:
-        machine.close()
+
+
+def _perform(request: Call | Sleep | Notify) -> Any:
+    if isinstance(request, Call):
+        return call_with_timeout(request.blocking, request.timeout)
+    if isinstance(request, Sleep):
+        return time.sleep(request.seconds)
+    _notify(request)  # a sync driver's managers return nothing to await
+    return None
+
+
+async def _aperform(request: Call | Sleep | Notify) -> Any:
+    if isinstance(request, Call):
+        return await _acall(request)
+    if isinstance(request, Sleep):
+        return await asyncio.sleep(request.seconds)
+    for pending in _notify(request):
+        await pending
+    return None
 
 
 def run(machine: Machine[T]) -> T:

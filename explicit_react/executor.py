@@ -337,7 +337,7 @@ def observation_text(output: Any) -> str:
     if isinstance(output, BaseMessage):
         output = output.text
     if isinstance(output, str):
-        return output if output.strip() else NO_OUTPUT
+        return output if output and not output.isspace() else NO_OUTPUT  # no copy of a huge output
     if output is None:
         return NO_OUTPUT
     return _as_text(output)

@@ -109,6 +109,12 @@ def unsourced_numbers(tool_input: ToolInput, sources: str) -> list[str]:
     return list(dict.fromkeys(missing))
 
 
+def _kept(observation: str) -> str:
+    """What loop detection keeps of an observation: enough for the 300-character quote in the repeat
+    warning, so a tool's huge output costs no memory or time in the guard."""
+    return truncate_middle(observation, 1200)
+
+
 @dataclass
 class RunGuard:
     """One run's use of its budget, the calls it made, and the warnings it gave.
@@ -194,7 +200,7 @@ class RunGuard:
         repeat verdict (then a loop stop) when the model makes the same made-up call again."""
         if (repeat := self.check_repeat(tool, tool_input)) is not None:
             return repeat
-        self._seen.setdefault(call_signature(tool, tool_input), (step_number, observation))
+        self._seen.setdefault(call_signature(tool, tool_input), (step_number, _kept(observation)))
         return Verdict(run=False, observation=observation, error="unknown_tool")
 
     def check_sources(self, tool: str, tool_input: ToolInput, sources: str) -> Verdict | None:
@@ -218,7 +224,7 @@ class RunGuard:
     def record_call(self, step_number: int, tool: str, tool_input: ToolInput, observation: str) -> None:
         """Remember a call that ran, for the tool-call budget and loop detection."""
         self.tool_calls += 1
-        self._seen.setdefault(call_signature(tool, tool_input), (step_number, observation))
+        self._seen.setdefault(call_signature(tool, tool_input), (step_number, _kept(observation)))
 
     def record_tokens(self, total: int) -> None:
         """Add the tokens the model reported for one call."""

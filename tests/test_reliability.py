@@ -1,0 +1,132 @@
+"""Nothing a model writes escapes as an exception, an empty answer is never a success, the deadline
+covers reading a reply, and a tool's huge output costs no more than what the observation keeps."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import tracemalloc
+from typing import Any
+
+import pytest
+from langchain_core.tools import tool
+
+from explicit_react import AgentExecutor, ExplicitReActAgent, StopReason, create_react_agent
+from explicit_react.testing import ScriptedChatModel
+from tests.helpers import final, search, subtract
+
+NASTY_REPLIES = {
+    "JSON list as input": 'Thought: t\nAction: search\nAction Input: ["a", "b"]',
+    "empty JSON list": "Action: search\nAction Input: []",
+    "list to a two-argument tool": "Action: subtract\nAction Input: [1, [2]]",
+    "deep nesting": "Action: search\nAction Input: " + "[" * 900 + "]" * 900,
+    "deep object": 'Action: subtract\nAction Input: {"a": ' + '{"a": ' * 700 + "1" + "}" * 701,
+    "run of open braces": "Action: subtract\nAction Input: " + "{" * 5000,
+    "braces to a text tool": "Action: search\nAction Input: " + "{" * 5000,
+    "Final Answer as the action, no input": "Thought: t\nAction: Final Answer\nAction Input: ",
+    "empty Final Answer": "Thought: t\nFinal Answer:   ",
+    "NUL bytes": "Action: search\x00\nAction Input: \x00\x00",
+}
+"""Replies that once raised out of a run (or ended it as a success with no answer)."""
+
+
+def agent_for(reply: str, **kwargs: Any) -> ExplicitReActAgent:
+    script = [reply, final("done")]
+    return ExplicitReActAgent(ScriptedChatModel(script), [search, subtract], **kwargs)
+
+
+def check(result_dict: dict[str, Any]) -> None:
+    assert result_dict["stop_reason"] == "success"
+    assert result_dict["output"] == "done"  # the bad turn became a step and the run went on
+    assert len(result_dict["steps"]) == 1
+
+
+@pytest.mark.parametrize("reply", NASTY_REPLIES.values(), ids=list(NASTY_REPLIES))
+def test_no_reply_escapes_any_entry_point(reply: str) -> None:
+    check(agent_for(reply).invoke("q"))
+    check(asyncio.run(agent_for(reply).ainvoke("q")))
+    check(agent_for(reply).batch(["q"])[0])
+    result = agent_for(reply).run("q")
+    assert result.success and result.answer == "done"
+    *steps, last = list(agent_for(reply).stream("q"))
+    assert len(steps) == 1 and last.answer == "done"  # type: ignore[union-attr]
+
+    async def astream() -> list[Any]:
+        return [item async for item in agent_for(reply).astream("q")]
+
+    assert asyncio.run(astream())[-1].answer == "done"
+    agent = agent_for(reply)
+    turn = agent.think("q")
+    observation = agent.observe(turn, agent.act(turn)).observation
+    assert isinstance(observation, str) and observation
+
+
+@pytest.mark.parametrize("reply", NASTY_REPLIES.values(), ids=list(NASTY_REPLIES))
+def test_no_reply_escapes_the_compat_executor(reply: str) -> None:
+    def executor() -> AgentExecutor:
+        llm = ScriptedChatModel([reply, final("done")])
+        return AgentExecutor(
+            agent=create_react_agent(llm, [search, subtract]),
+            tools=[search, subtract],
+            handle_parsing_errors=True,
+        )
+
+    assert executor().invoke({"input": "q"})["output"] == "done"
+    assert asyncio.run(executor().ainvoke({"input": "q"}))["output"] == "done"
+    assert list(executor().stream({"input": "q"}))[-1]["output"] == "done"
+    assert list(executor().iter({"input": "q"}))[-1]["output"] == "done"
+
+
+@pytest.mark.parametrize(
+    "reply", [NASTY_REPLIES["Final Answer as the action, no input"], NASTY_REPLIES["empty Final Answer"]]
+)
+def test_an_empty_final_answer_is_never_a_success(reply: str) -> None:
+    agent = ExplicitReActAgent(ScriptedChatModel([reply]), [search], max_iterations=1, on_limit="force")
+    result = agent.run("q")
+    assert not result.success and result.stop_reason is StopReason.MAX_ITERATIONS
+    assert result.steps[0].error == "parse_error" and "Final Answer is empty" in result.steps[0].observation
+
+
+def test_a_reply_over_the_cap_is_cut_before_it_is_read_and_the_model_is_told() -> None:
+    long_reply = "Action: search\nAction Input: population of Paris\nThought: " + "x" * 5000
+    model = ScriptedChatModel([long_reply, final("done")])
+    result = ExplicitReActAgent(model, [search], max_reply_chars=100).run("q")
+    assert result.success
+    step = result.steps[0]
+    assert step.observation.startswith("2100000")
+    assert "only its first 100 were read" in step.observation
+    assert len(step.log) == 100
+    assert "only its first 100 were read" in model.calls[1].prompt
+
+
+def test_the_deadline_covers_reading_the_reply() -> None:
+    agent = ExplicitReActAgent(ScriptedChatModel([final("done")]), [search], max_seconds=0.2)
+    read = agent.transport.read
+
+    def slow_read(completion: Any) -> Any:  # stands for a reply that takes long to parse
+        time.sleep(0.3)
+        return read(completion)
+
+    agent.transport.read = slow_read  # type: ignore[method-assign]
+    result = agent.run("q")
+    assert result.stop_reason is StopReason.MAX_SECONDS and not result.success
+
+
+def test_a_huge_tool_output_costs_no_more_than_it_takes_to_make() -> None:
+    size = 2_000_000
+
+    @tool
+    def dump(query: str) -> str:
+        """Returns a lot of text."""
+        return "ab " * (size // 3)
+
+    calls = [f"Action: dump\nAction Input: x{i % 2}" for i in range(4)]  # two repeats among four calls
+    model = ScriptedChatModel([*calls, final("done")], report_usage=False)
+    agent = ExplicitReActAgent(model, [dump], keep_tool_output=False, max_iterations=6)
+    tracemalloc.start()
+    result = agent.run("q")
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert [s.error for s in result.steps] == [None, None, "repeated_call", "repeated_call"]
+    assert all(len(s.observation) < 5000 and s.tool_output is None for s in result.steps)
+    assert peak < 4 * size  # the output and LangChain's copies, not its split words (before: 23x)
