@@ -33,7 +33,7 @@ PROMPT = (
     "Thought: I need the population of each city, then the difference.\n"
     "Action: knowledge_search\nAction Input: population of Lumen City\n"
     "Observation: Lumen City has 1,204,500 inhabitants according to the 2024 census.\n"
-) * 12
+) * 4
 
 
 def _llama(model: str, **options: Any) -> Any:
