@@ -130,8 +130,13 @@ def reuse(args: argparse.Namespace) -> dict[str, Any]:
         read["aligned_blocks"] += len(prompt) - aligned_reuse(previous, prompt, block)
         read["longest_prefix"] += len(prompt) - min(longest, len(prompt) - 1)
         previous = prompt
-    return {"questions": len(questions), "model_calls": len(prompts), "n_batch": block,
-            "prompt_tokens_read": read, "run_seconds": round(elapsed, 1)}
+    return {
+        "questions": len(questions),
+        "model_calls": len(prompts),
+        "n_batch": block,
+        "prompt_tokens_read": read,
+        "run_seconds": round(elapsed, 1),
+    }
 
 
 def main() -> None:
