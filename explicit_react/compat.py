@@ -79,6 +79,7 @@ class ReActOutputParser(BaseOutputParser[AgentDecision]):
 
     def parse(self, text: str) -> AgentAction | AgentFinish:
         """Read one model reply."""
+        text = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")  # no lone surrogates
         try:
             decision = parse(text)
             problem = checked(decision)  # an empty Final Answer, an input nested too deeply

@@ -357,7 +357,13 @@ def _as_text(value: Any) -> str:
     try:
         return json.dumps(value, ensure_ascii=False, default=_jsonable)
     except (TypeError, ValueError):
+        pass
+    except RecursionError:  # str() would recurse as deep
+        return f"(a {type(value).__name__} nested too deeply to show as text)"
+    try:
         return str(value)
+    except RecursionError:
+        return f"(a {type(value).__name__} nested too deeply to show as text)"
 
 
 def _json_object(text: str) -> dict[str, Any] | None:

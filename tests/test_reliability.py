@@ -130,3 +130,33 @@ def test_a_huge_tool_output_costs_no_more_than_it_takes_to_make() -> None:
     assert [s.error for s in result.steps] == [None, None, "repeated_call", "repeated_call"]
     assert all(len(s.observation) < 5000 and s.tool_output is None for s in result.steps)
     assert peak < 4 * size  # the output and LangChain's copies, not its split words (before: 23x)
+
+
+def test_a_reply_with_a_lone_surrogate_ends_the_compat_run_normally() -> None:
+    from explicit_react import AgentExecutor, create_react_agent
+    from explicit_react.tools import calculator
+
+    model = ScriptedChatModel(["Thought: \ud800\nFinal Answer: x"])
+    executor = AgentExecutor(
+        agent=create_react_agent(model, [calculator]), tools=[calculator], handle_parsing_errors=True
+    )
+    assert executor.invoke({"input": "q"})["output"] == "x"
+
+
+def test_a_tool_output_nested_too_deeply_becomes_a_readable_observation() -> None:
+    from langchain_core.tools import tool
+
+    from explicit_react import ExplicitReActAgent
+
+    @tool
+    def odd(query: str) -> Any:
+        """Returns a list nested 5,000 deep."""
+        value: Any = []
+        for _ in range(5000):
+            value = [value]
+        return value
+
+    model = ScriptedChatModel(["Action: odd\nAction Input: x", "Final Answer: done"])
+    result = ExplicitReActAgent(model, [odd]).run("q")
+    assert result.answer == "done"
+    assert "nested too deeply" in result.steps[0].observation
