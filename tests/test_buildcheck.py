@@ -74,42 +74,39 @@ def test_a_hung_child_is_a_configuration_error_and_not_cached(
     assert not (tmp_path / "llama-build-checks").exists()
 
 
-def test_load_gguf_checks_the_build_before_loading(
-    identity: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def crashing_gguf(identity: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A GGUF path whose build check runs a child that dies of SIGSEGV (the cache in tmp_path)."""
     file = tmp_path / "model.gguf"
     file.write_bytes(b"GGUF")
     monkeypatch.setattr(models, "LOCAL_EXTRA_MODULES", ("json",))
     monkeypatch.setenv("EXPLICIT_REACT_CACHE", str(tmp_path / "cache"))
     real_check = buildcheck.check_llama_build
     monkeypatch.setattr(buildcheck, "check_llama_build", lambda path: real_check(path, probe=CRASH))
+    return file
+
+
+def test_load_gguf_checks_the_build_before_loading(
+    crashing_gguf: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(models, "_chat_model_class", lambda: pytest.fail("the model was loaded"))
     with pytest.raises(ConfigurationError, match="crashed"):
-        models.load_model(f"gguf:{file}")
+        models.load_model(f"gguf:{crashing_gguf}")
 
 
 def test_the_cli_prints_the_crash_as_a_one_line_error(
-    identity: dict[str, Any],
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    crashing_gguf: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from explicit_react import cli
 
-    file = tmp_path / "model.gguf"
-    file.write_bytes(b"GGUF")
-    monkeypatch.setattr(models, "LOCAL_EXTRA_MODULES", ("json",))
-    monkeypatch.setenv("EXPLICIT_REACT_CACHE", str(tmp_path / "cache"))
-    real_check = buildcheck.check_llama_build
-    monkeypatch.setattr(buildcheck, "check_llama_build", lambda path: real_check(path, probe=CRASH))
-
-    code = cli.main(["--model", f"gguf:{file}", "What is 17 * 23?"])
+    code = cli.main(["--model", f"gguf:{crashing_gguf}", "What is 17 * 23?"])
 
     err = capsys.readouterr().err
     assert code == 2
     assert "crashed (SIGSEGV)" in err
     assert "pip install --force-reinstall" in err
     assert "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
 
 
 def test_cpu_description_reads_the_model_name_and_flags(tmp_path: Path) -> None:
