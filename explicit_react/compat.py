@@ -111,7 +111,17 @@ class ReActOutputParser(BaseOutputParser[AgentDecision]):
 # -- The agent runnable -----------------------------------------------------------------------------
 def format_log_to_str(steps: Sequence[tuple[AgentAction, Any]]) -> str:
     """The classic ReAct scratchpad: each action's log, then its observation, then ``Thought:``."""
-    return "".join(f"{action.log}\nObservation: {observation}\nThought: " for action, observation in steps)
+    return "".join(
+        f"{action.log}\nObservation: {_str(observation)}\nThought: " for action, observation in steps
+    )
+
+
+def _str(observation: Any) -> str:
+    """``str(observation)``, as classic does, but a value too deeply nested for ``str`` says so."""
+    try:
+        return str(observation)
+    except RecursionError:
+        return f"(a {type(observation).__name__} nested too deeply to show as text)"
 
 
 def default_prompt() -> ChatPromptTemplate:

@@ -160,3 +160,18 @@ def test_a_tool_output_nested_too_deeply_becomes_a_readable_observation() -> Non
     result = ExplicitReActAgent(model, [odd]).run("q")
     assert result.answer == "done"
     assert "nested too deeply" in result.steps[0].observation
+
+
+def test_a_tool_output_nested_too_deeply_does_not_break_the_compat_scratchpad() -> None:
+    @tool
+    def odd(query: str) -> Any:
+        """Returns a list nested 5,000 deep."""
+        value: Any = []
+        for _ in range(5000):
+            value = [value]
+        return value
+
+    model = ScriptedChatModel(["Action: odd\nAction Input: x", "Final Answer: done"])
+    executor = AgentExecutor(agent=create_react_agent(model, [odd]), tools=[odd], handle_parsing_errors=True)
+    assert executor.invoke({"input": "q"})["output"] == "done"
+    assert "nested too deeply" in model.calls[-1].prompt
