@@ -144,34 +144,25 @@ def test_a_reply_with_a_lone_surrogate_ends_the_compat_run_normally() -> None:
 
 
 def test_a_tool_output_nested_too_deeply_becomes_a_readable_observation() -> None:
-    from langchain_core.tools import tool
-
-    from explicit_react import ExplicitReActAgent
-
-    @tool
-    def odd(query: str) -> Any:
-        """Returns a list nested 5,000 deep."""
-        value: Any = []
-        for _ in range(5000):
-            value = [value]
-        return value
-
-    model = ScriptedChatModel(["Action: odd\nAction Input: x", "Final Answer: done"])
-    result = ExplicitReActAgent(model, [odd]).run("q")
+    model = ScriptedChatModel(["Action: deep_list\nAction Input: x", "Final Answer: done"])
+    result = ExplicitReActAgent(model, [deep_list]).run("q")
     assert result.answer == "done"
     assert "nested too deeply" in result.steps[0].observation
 
 
 def test_a_tool_output_nested_too_deeply_does_not_break_the_compat_scratchpad() -> None:
-    @tool
-    def odd(query: str) -> Any:
-        """Returns a list nested 5,000 deep."""
-        value: Any = []
-        for _ in range(5000):
-            value = [value]
-        return value
-
-    model = ScriptedChatModel(["Action: odd\nAction Input: x", "Final Answer: done"])
-    executor = AgentExecutor(agent=create_react_agent(model, [odd]), tools=[odd], handle_parsing_errors=True)
+    model = ScriptedChatModel(["Action: deep_list\nAction Input: x", "Final Answer: done"])
+    executor = AgentExecutor(
+        agent=create_react_agent(model, [deep_list]), tools=[deep_list], handle_parsing_errors=True
+    )
     assert executor.invoke({"input": "q"})["output"] == "done"
     assert "nested too deeply" in model.calls[-1].prompt
+
+
+@tool
+def deep_list(query: str) -> Any:
+    """Returns a list nested 5,000 deep: too deep for json.dumps or str()."""
+    value: Any = []
+    for _ in range(5000):
+        value = [value]
+    return value
