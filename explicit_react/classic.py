@@ -33,7 +33,7 @@ from langchain_core.tools import BaseTool
 from explicit_react.classic_chain import RUN_KEY, classic_invalid_tool_text
 from explicit_react.deadline import DeadlineExceeded
 from explicit_react.drivers import Call, Machine, Notify
-from explicit_react.executor import ToolExecutor, ToolOutcome
+from explicit_react.executor import ToolExecutor, ToolOutcome, too_deep_text
 from explicit_react.llm import has_native_async
 from explicit_react.policy import ALLOW, Budget, RunGuard, Verdict
 from explicit_react.types import StopReason
@@ -377,7 +377,15 @@ def _chunks(output: Output, *events: AgentAction | AgentStep) -> Iterator[Addabl
         return
     for event in events:
         key = "actions" if isinstance(event, AgentAction) else "steps"
-        yield AddableDict({key: [event], "messages": event.messages})
+        yield AddableDict({key: [event], "messages": _messages(event)})
+
+
+def _messages(event: AgentAction | AgentStep) -> Any:
+    try:
+        return event.messages
+    except RecursionError:  # langchain_core str()s the observation
+        assert isinstance(event, AgentStep)
+        return AgentStep(action=event.action, observation=too_deep_text(event.observation)).messages
 
 
 def _gather(stream: Callable[..., Iterator[Any]], inputs: dict[str, Any], config: RunnableConfig) -> Any:

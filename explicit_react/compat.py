@@ -48,7 +48,7 @@ from explicit_react.classic_chain import (
 )
 from explicit_react.classic_iterator import AgentExecutorIterator
 from explicit_react.errors import ParseError
-from explicit_react.executor import ToolExecutor, agent_tool_input, as_tool, tool_spec
+from explicit_react.executor import ToolExecutor, agent_tool_input, as_tool, too_deep_text, tool_spec
 from explicit_react.parser import parse
 from explicit_react.prompt import load_template
 from explicit_react.transport import checked
@@ -121,7 +121,7 @@ def _str(observation: Any) -> str:
     try:
         return str(observation)
     except RecursionError:
-        return f"(a {type(observation).__name__} nested too deeply to show as text)"
+        return too_deep_text(observation)
 
 
 def default_prompt() -> ChatPromptTemplate:

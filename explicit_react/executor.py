@@ -359,11 +359,16 @@ def _as_text(value: Any) -> str:
     except (TypeError, ValueError):
         pass
     except RecursionError:  # str() would recurse as deep
-        return f"(a {type(value).__name__} nested too deeply to show as text)"
+        return too_deep_text(value)
     try:
         return str(value)
     except RecursionError:
-        return f"(a {type(value).__name__} nested too deeply to show as text)"
+        return too_deep_text(value)
+
+
+def too_deep_text(value: Any) -> str:
+    """What stands for a tool output nested too deeply for ``json.dumps`` or ``str()``."""
+    return f"(a {type(value).__name__} nested too deeply to show as text)"
 
 
 def _json_object(text: str) -> dict[str, Any] | None:

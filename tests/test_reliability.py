@@ -166,3 +166,12 @@ def deep_list(query: str) -> Any:
     for _ in range(5000):
         value = [value]
     return value
+
+
+def test_a_tool_output_nested_too_deeply_does_not_break_the_compat_stream() -> None:
+    model = ScriptedChatModel(["Action: deep_list\nAction Input: x", "Final Answer: done"])
+    executor = AgentExecutor(agent=create_react_agent(model, [deep_list]), tools=[deep_list])
+    chunks = list(executor.stream({"input": "q"}))
+    step_messages = next(chunk["messages"] for chunk in chunks if "steps" in chunk)
+    assert "nested too deeply" in step_messages[0].content
+    assert chunks[-1]["output"] == "done"
