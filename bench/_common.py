@@ -8,6 +8,7 @@ import os
 import platform
 import statistics
 import subprocess
+import sys
 from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
@@ -83,3 +84,42 @@ Begin!
 
 Question: {input}
 Thought:{agent_scratchpad}"""
+
+
+def run_in_trees(
+    script: Path, trees: Sequence[Path], rounds: int, worker_args: Sequence[str]
+) -> dict[str, list[dict[str, Any]]]:
+    """Run ``script --worker`` once per tree per round, interleaved, each in a fresh process whose
+    ``PYTHONPATH`` starts with the tree (so ``import explicit_react`` loads that tree's package while the
+    measuring code is this one's); the worker prints its results as JSON on its last line.
+
+    The order of the trees rotates each round (A B, B A, A B, ...), so a change in machine load
+    between rounds falls on every tree alike. Returns each tree's results, one per round."""
+    results: dict[str, list[dict[str, Any]]] = {str(tree): [] for tree in trees}
+    for round_ in range(rounds):
+        order = list(trees[round_ % len(trees) :]) + list(trees[: round_ % len(trees)])
+        for tree in order:
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tree), os.environ.get("PYTHONPATH", "")])}
+            done = subprocess.run(
+                [sys.executable, str(script), *worker_args, "--worker"],
+                env=env,
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            if done.returncode != 0:
+                raise RuntimeError(f"{script.name} in {tree} failed:\n{done.stderr[-3000:]}")
+            result = json.loads(done.stdout.strip().splitlines()[-1])
+            loaded = Path(result["package"]).resolve()
+            if not loaded.is_relative_to(Path(tree).resolve()):
+                raise RuntimeError(f"{tree}: the worker imported explicit_react from {loaded}")
+            results[str(tree)].append(result)
+    return results
+
+
+def load_average() -> str:
+    """The 1, 5 and 15 minute load averages, as ``uptime`` shows them."""
+    try:
+        return " ".join(f"{value:.2f}" for value in os.getloadavg())
+    except OSError:
+        return "unknown"

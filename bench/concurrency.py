@@ -19,6 +19,12 @@ A fourth row has no agent: each question makes the same two model calls and one 
 LangChain's interfaces and nothing else, the ceiling for any agent built on those objects.
 
     python bench/concurrency.py [--questions 200] [--delay 0.05] [--quick] [--out PATH]
+
+Before and after a change: ``--trees OLD,NEW`` measures only the CPU per question, of explicit_react
+and of the LangChain calls alone, for the explicit_react of each source tree (a git worktree of
+another commit, say), in fresh processes taking turns, ``--rounds`` times each:
+
+    python bench/concurrency.py --trees /tmp/before,. --rounds 4
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import json
 import math
 import re
 import sys
@@ -41,8 +48,9 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import BaseTool, StructuredTool, tool
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import HUB_REACT_PROMPT, RESULTS, median, table, write_json
+from _common import HUB_REACT_PROMPT, RESULTS, load_average, median, run_in_trees, table, write_json
 
+import explicit_react
 from explicit_react import ExplicitReActAgent
 
 _ITEM = re.compile(r"What is the value of item (\d+)\?")
@@ -174,11 +182,12 @@ def langchain_calls_batch(delay: float, tool: BaseTool) -> Batch:
     return batch
 
 
+NO_AGENT = "no agent: the LangChain calls alone"
 FRAMEWORKS: dict[str, Callable[[float, BaseTool], Batch]] = {
     "explicit_react": explicit_batch,
     "classic AgentExecutor": classic_batch,
     "explicit_react, model as an async function": explicit_function_batch,
-    "no agent: the LangChain calls alone": langchain_calls_batch,
+    NO_AGENT: langchain_calls_batch,
 }
 
 
@@ -265,14 +274,14 @@ def tasks_per_question(name: str, batch: Batch, n: int) -> float:
     return created / n
 
 
-def cpu_per_question(n: int, tools: list[str]) -> list[dict[str, Any]]:
+def cpu_per_question(n: int, tools: list[str], names: list[str] | None = None) -> list[dict[str, Any]]:
     """CPU milliseconds per question with the model's delay at 0 (``time.process_time``, which counts
     every thread, over ``n`` questions at concurrency 50): the cost concurrency cannot hide. Also the
-    asyncio tasks each question creates."""
+    asyncio tasks each question creates. ``names``: the frameworks to measure (all by default)."""
     rows = []
     for kind in tools:
-        for name, make in FRAMEWORKS.items():
-            batch = make(0.0, TOOLS[kind])
+        for name in names or FRAMEWORKS:
+            batch = FRAMEWORKS[name](0.0, TOOLS[kind])
             tasks = tasks_per_question(name, batch, min(n, 50))  # also the warm-up
             gc.collect()
             began = time.process_time()
@@ -298,13 +307,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3, help="repetitions per level above 1")
     parser.add_argument("--tools", default="sync,async", help="tool kinds, comma-separated: sync, async")
     parser.add_argument("--quick", action="store_true", help="10 questions, 5 ms, levels 1,5 (smoke test)")
-    parser.add_argument("--out", type=Path, default=RESULTS / "concurrency.json")
+    parser.add_argument("--out", type=Path, default=None, help="default: results/concurrency.json")
+    parser.add_argument("--trees", help="OLD,NEW: source trees whose explicit_react to compare, interleaved")
+    parser.add_argument("--rounds", type=int, default=4, help="with --trees: runs per tree")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.quick:
-        args.questions, args.delay, args.levels, args.repeats = 10, 0.005, "1,5", 1
+        args.questions, args.delay, args.levels, args.repeats, args.rounds = 10, 0.005, "1,5", 1, 1
+    cpu_questions = 20 if args.quick else 1000
+    if args.worker:
+        rows = cpu_per_question(cpu_questions, args.tools.split(","), ["explicit_react", NO_AGENT])
+        print(json.dumps({"package": explicit_react.__file__, "cpu": rows}))
+        return 0
+    if args.trees:
+        return compare_trees(args, [Path(tree) for tree in args.trees.split(",")])
+    args.out = args.out or RESULTS / "concurrency.json"
     levels = [int(level) for level in args.levels.split(",")]
     rows = measure(args.questions, args.delay, levels, args.repeats, args.tools.split(","))
-    cpu_questions = 20 if args.quick else 1000
     cpu = cpu_per_question(cpu_questions, args.tools.split(","))
     print(
         f"abatch over {args.questions} questions, 2 model calls each, {args.delay * 1000:.0f} ms per call, "
@@ -364,6 +383,47 @@ def main(argv: list[str] | None = None) -> int:
         "target_met": {kind: efficiency >= 0.9 for kind, efficiency in explicit_at_50.items()},
     }
     write_json(args.out, {"summary": summary, "rows": rows, "cpu": cpu})
+    return 0
+
+
+def compare_trees(args: argparse.Namespace, trees: list[Path]) -> int:
+    """``--trees``: CPU per question of each tree's explicit_react and of the LangChain calls alone,
+    measured in the same process, the processes taking turns."""
+    load_before = load_average()
+    worker = ["--tools", args.tools] + (["--quick"] if args.quick else [])
+    runs = run_in_trees(Path(__file__), trees, args.rounds, worker)
+    load_after = load_average()
+    summary: dict[str, dict[str, Any]] = {}
+    rows = []
+    for tree, rounds in runs.items():
+        summary[tree] = {}
+        for kind in args.tools.split(","):
+            cpu = [
+                {r["framework"]: r["cpu_ms_per_question"] for r in run["cpu"] if r["tool"] == kind}
+                for run in rounds
+            ]
+            ours, floor = [c["explicit_react"] for c in cpu], [c[NO_AGENT] for c in cpu]
+            ratios = [o / f for o, f in zip(ours, floor, strict=True)]
+            summary[tree][kind] = {
+                "explicit_react_cpu_ms": median(ours),
+                "no_agent_cpu_ms": median(floor),
+                "ratio_to_no_agent": median(ratios),
+                "rounds": {
+                    "explicit_react_cpu_ms": ours,
+                    "no_agent_cpu_ms": floor,
+                    "ratio_to_no_agent": ratios,
+                },
+            }
+            rows.append([tree, kind, f"{median(ours):.3f}", f"{median(floor):.3f}", f"{median(ratios):.2f}"])
+    print(
+        f"CPU ms per question, no model delay, {20 if args.quick else 1000} questions at concurrency 50, "
+        f"{args.rounds} processes per tree taking turns (load average {load_before} before, {load_after} after)\n"
+    )
+    print(
+        table(["tree", "tool", "explicit_react", "LangChain calls alone", "ratio (median of rounds)"], rows)
+    )
+    out = args.out or RESULTS / "concurrency_trees.json"
+    write_json(out, {"load_average": [load_before, load_after], "rounds": args.rounds, "trees": summary})
     return 0
 
 

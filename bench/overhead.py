@@ -18,12 +18,22 @@ interleaved (the framework order rotates each repetition) so all three see the s
   replies carry ``tool_calls``, which is all the prebuilt agent needs).
 
     python bench/overhead.py [--steps 20] [--repeats 15] [--quick] [--out PATH]
+
+Before and after a change: ``--trees OLD,NEW`` measures the explicit_react of each source tree (a git
+worktree of another commit, say) with this script, in fresh processes taking turns, ``--rounds``
+times each, so machine load falls on both alike; it reports each tree's median per-step cost, its
+overhead over the direct calls and its ratio to AgentExecutor's, measured in the same process:
+
+    git worktree add --detach /tmp/before 6b4c7d8
+    python bench/overhead.py --trees /tmp/before,. --rounds 4 --repeats 9
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import json
+import subprocess
 import sys
 import time
 import warnings
@@ -35,8 +45,9 @@ from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import HUB_REACT_PROMPT, RESULTS, median, table, write_json
+from _common import HUB_REACT_PROMPT, RESULTS, load_average, median, run_in_trees, table, write_json
 
+import explicit_react
 from explicit_react import ExplicitReActAgent
 from explicit_react.testing import ScriptedChatModel
 
@@ -125,6 +136,8 @@ FRAMEWORKS: dict[str, Callable[[int], Prepared]] = {
     "classic AgentExecutor": prepare_classic,
     "langgraph create_react_agent": prepare_langgraph,
 }
+SHORT_NAMES = dict(zip(("direct", "explicit_react", "classic", "langgraph"), FRAMEWORKS, strict=True))
+"""The names ``--frameworks`` takes."""
 
 
 def check(name: str, output: Any) -> None:
@@ -145,9 +158,10 @@ def timed(name: str, prepare: Callable[[int], Prepared], steps: int) -> float:
     return seconds
 
 
-def measure(steps: int, repeats: int) -> dict[str, dict[str, Any]]:
-    """Interleaved N-step and 0-step runs of every framework; medians and per-step cost."""
-    names = list(FRAMEWORKS)
+def measure(steps: int, repeats: int, names: list[str] | None = None) -> dict[str, dict[str, Any]]:
+    """Interleaved N-step and 0-step runs of the frameworks ``names`` (all by default; the direct
+    calls always); medians and per-step cost."""
+    names = [DIRECT, *(n for n in names or FRAMEWORKS if n != DIRECT)]
     for name in names:  # warm-up: imports, lazily built schemas
         timed(name, FRAMEWORKS[name], 1)
     samples: dict[str, dict[str, list[float]]] = {n: {"n": [], "zero": []} for n in names}
@@ -177,11 +191,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--quick", action="store_true", help="3 steps, 2 repeats (smoke test)")
-    parser.add_argument("--out", type=Path, default=RESULTS / "overhead.json")
+    parser.add_argument("--out", type=Path, default=None, help="default: results/overhead.json")
+    parser.add_argument(
+        "--frameworks", default=",".join(SHORT_NAMES), help=f"comma-separated: {', '.join(SHORT_NAMES)}"
+    )
+    parser.add_argument("--trees", help="OLD,NEW: source trees whose explicit_react to compare, interleaved")
+    parser.add_argument("--rounds", type=int, default=4, help="with --trees: runs per tree")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.quick:
-        args.steps, args.repeats = 3, 2
-    results = measure(args.steps, args.repeats)
+        args.steps, args.repeats, args.rounds = 3, 2, 1
+    names = [SHORT_NAMES[name.strip()] for name in args.frameworks.split(",")]
+    if args.trees:
+        return compare_trees(args, [Path(tree) for tree in args.trees.split(",")])
+    results = measure(args.steps, args.repeats, names)
+    if args.worker:
+        per_step = {name: {k: v for k, v in r.items() if k != "samples"} for name, r in results.items()}
+        print(json.dumps({"package": explicit_react.__file__, "results": per_step}))
+        return 0
+    args.out = args.out or RESULTS / "overhead.json"
     ours = results["explicit_react"]["overhead_per_step_ms"]
     rows = [
         [
@@ -220,6 +248,104 @@ def main(argv: list[str] | None = None) -> int:
     )
     write_json(args.out, {"summary": summary, "results": results})
     return 0
+
+
+def compare_trees(args: argparse.Namespace, trees: list[Path]) -> int:
+    """``--trees``: each tree's explicit_react measured in turn (see the module's docstring)."""
+    load_before = load_average()
+    worker = [
+        "--steps",
+        str(args.steps),
+        "--repeats",
+        str(args.repeats),
+        "--frameworks",
+        "direct,explicit_react,classic",
+    ]
+    runs = run_in_trees(Path(__file__), trees, args.rounds, worker)
+    load_after = load_average()
+    summary: dict[str, dict[str, Any]] = {}
+    for tree, rounds in runs.items():
+
+        def each(
+            key: str, name: str = "explicit_react", rounds: list[dict[str, Any]] = rounds
+        ) -> list[float]:
+            return [r["results"][name][key] for r in rounds]
+
+        ratios = [
+            r["results"]["explicit_react"]["overhead_per_step_ms"]
+            / r["results"]["classic AgentExecutor"]["overhead_per_step_ms"]
+            for r in rounds
+        ]
+        summary[tree] = {
+            "commit": _commit(Path(tree)),
+            "per_step_ms": median(each("per_step_ms")),
+            "overhead_per_step_ms": median(each("overhead_per_step_ms")),
+            "per_run_ms": median(each("per_run_ms")),
+            "direct_per_step_ms": median(each("per_step_ms", DIRECT)),
+            "ratio_to_classic": median(ratios),
+            "rounds": {
+                "per_step_ms": each("per_step_ms"),
+                "overhead_per_step_ms": each("overhead_per_step_ms"),
+                "direct_per_step_ms": each("per_step_ms", DIRECT),
+                "ratio_to_classic": ratios,
+            },
+        }
+    print(
+        f"explicit_react per step, {args.steps}-step runs, median of {args.repeats} per process, "
+        f"{args.rounds} processes per tree taking turns (load average {load_before} before, {load_after} after)\n"
+    )
+    header = [
+        "tree",
+        "commit",
+        "time per step (ms)",
+        "overhead per step (ms)",
+        "per run (ms)",
+        "/ AgentExecutor's overhead",
+    ]
+    rows = [
+        [
+            tree,
+            s["commit"],
+            f"{s['per_step_ms']:.3f}",
+            f"{s['overhead_per_step_ms']:.3f}",
+            f"{s['per_run_ms']:.3f}",
+            f"{s['ratio_to_classic']:.3f}",
+        ]
+        for tree, s in summary.items()
+    ]
+    print(table(header, rows))
+    first, last = summary[str(trees[0])], summary[str(trees[-1])]
+    change = {
+        key: last[key] / first[key] for key in ("per_step_ms", "overhead_per_step_ms", "ratio_to_classic")
+    }
+    print(
+        f"\n{trees[-1]} / {trees[0]}: time per step {change['per_step_ms']:.3f}, "
+        f"overhead per step {change['overhead_per_step_ms']:.3f}, ratio to AgentExecutor {change['ratio_to_classic']:.3f}"
+    )
+    out = args.out or RESULTS / "overhead_trees.json"
+    write_json(
+        out,
+        {
+            "load_average": [load_before, load_after],
+            "steps": args.steps,
+            "repeats": args.repeats,
+            "rounds": args.rounds,
+            "change": change,
+            "trees": summary,
+        },
+    )
+    return 0
+
+
+def _commit(tree: Path) -> str:
+    """The tree's commit, with ``+changes`` when its package differs from that commit."""
+
+    def git(*command: str) -> str:
+        done = subprocess.run(["git", "-C", str(tree), *command], capture_output=True, text=True, check=False)
+        return done.stdout.strip()
+
+    commit = git("rev-parse", "--short", "HEAD") or "?"
+    return commit + ("+changes" if git("status", "--porcelain", "--", "explicit_react") else "")
 
 
 if __name__ == "__main__":

@@ -51,6 +51,17 @@ def test_overhead(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert data["machine"]["cores"]
 
 
+def test_overhead_compares_trees_in_fresh_processes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tree = str(BENCH.parent)
+    printed, data = run("overhead.py", ["--quick", "--trees", tree], tmp_path, capsys)
+    assert "| tree | commit |" in printed
+    measured = data["trees"][tree]
+    assert measured["rounds"]["ratio_to_classic"] and measured["per_step_ms"] > 0
+    assert len(data["load_average"]) == 2
+
+
 def test_concurrency(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     printed, data = run("concurrency.py", ["--quick"], tmp_path, capsys)
     assert "% of ideal" in printed
