@@ -1,6 +1,6 @@
 """The classic ``AgentExecutor``'s run, written once as a step machine: plan → act → observe.
 
-``ClassicLoop`` holds the decisions: ask the agent runnable for its plan (one more kind of request
+``ClassicLoop`` holds the decisions: ask the agent runnable for its plan (``classic_agent``: one more kind of request
 to the driver), run each action through our ``ToolExecutor``, watch the run with our ``RunGuard``
 (loop detection) and ``Deadline`` (a hard time limit), and stop the classic way at a limit. The
 classic run's edges (memory, the chain's callback events, the output dict or stream chunks) are
@@ -9,7 +9,7 @@ part of the same machine, so ``invoke``/``ainvoke`` and ``stream``/``astream`` o
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal, Union
@@ -26,16 +26,17 @@ from langchain_core.callbacks import (
 )
 from langchain_core.exceptions import OutputParserException
 from langchain_core.outputs import RunInfo
-from langchain_core.runnables import Runnable, RunnableConfig, RunnableSequence, ensure_config
+from langchain_core.runnables import RunnableConfig, ensure_config
 from langchain_core.runnables.utils import AddableDict
 from langchain_core.tools import BaseTool
 
+from explicit_react.classic_agent import decision, plan_request
 from explicit_react.classic_chain import RUN_KEY, classic_invalid_tool_text
 from explicit_react.deadline import DeadlineExceeded
 from explicit_react.drivers import Call, Machine, Notify
-from explicit_react.executor import ToolExecutor, ToolOutcome, too_deep_text
-from explicit_react.llm import has_native_async
+from explicit_react.executor import ToolExecutor, ToolOutcome
 from explicit_react.policy import ALLOW, Budget, RunGuard, Verdict
+from explicit_react.tool_input import too_deep_text
 from explicit_react.types import StopReason
 
 FORCE_STOP_TEXT = "Agent stopped due to iteration limit or time limit."
@@ -253,31 +254,17 @@ class ClassicLoop:
         """Ask the agent what to do, within the run's deadline; a parse failure is returned, not raised."""
         timeout = run.guard.deadline.remaining()
         try:
-            output = yield self._agent_call(self._agent_inputs(run, steps), run.callbacks, timeout)
+            inputs = self._agent_inputs(run, steps)
+            output = yield plan_request(
+                self.agent, inputs, run.callbacks, timeout, stream=self.stream_runnable
+            )
         except OutputParserException as exc:
             return exc
         except TimeoutError as exc:
             if run.guard.deadline.expired():
                 raise DeadlineExceeded("time ran out while the agent was thinking") from exc
             raise
-        return _decision(output)
-
-    def _agent_call(self, inputs: dict[str, Any], callbacks: Any, timeout: float | None) -> Call:
-        """One call to the agent: ``plan`` for a classic agent object, else the runnable (streamed,
-        unless ``stream_runnable=False``). An agent whose model has no native async form is called
-        synchronously in a daemon thread by the async driver when there is a time limit."""
-        agent = self.agent
-        if not isinstance(agent, Runnable):  # a classic BaseSingleActionAgent / BaseMultiActionAgent
-            steps = inputs.pop("intermediate_steps")
-            plan = partial(agent.plan, steps, callbacks=callbacks, **inputs)
-            return Call(plan, partial(agent.aplan, steps, callbacks=callbacks, **inputs), timeout)
-        config: RunnableConfig = {"callbacks": callbacks}
-        if self.stream_runnable:
-            sync = partial(_gather, agent.stream, inputs, config)
-            async_: Callable[[], Awaitable[Any]] = partial(_agather, agent, inputs, config)
-        else:
-            sync, async_ = partial(agent.invoke, inputs, config), partial(agent.ainvoke, inputs, config)
-        return Call(sync, async_ if timeout is None or _native_async(agent) else None, timeout)
+        return decision(output)
 
     # Act: run one action -----------------------------------------------------------------
     def _parse_error_action(self, exc: OutputParserException) -> AgentAction:
@@ -358,19 +345,6 @@ class ClassicLoop:
         return AgentFinish({"output": FORCE_STOP_TEXT}, "")
 
 
-def _decision(output: Any) -> AgentFinish | list[AgentAction]:
-    """What the agent returned, as a finish or a list of actions."""
-    if isinstance(output, AgentFinish):
-        return output
-    if isinstance(output, AgentAction):
-        return [output]
-    if isinstance(output, list) and output and all(isinstance(a, AgentAction) for a in output):
-        return output
-    raise TypeError(
-        f"the agent returned {type(output).__name__}; expected an AgentAction, a list of them, or an AgentFinish"
-    )
-
-
 def _chunks(output: Output, *events: AgentAction | AgentStep) -> Iterator[AddableDict]:
     """The classic stream chunks (``stream``, ``iter``) for actions and steps as they happen."""
     if output == "invoke":
@@ -386,24 +360,3 @@ def _messages(event: AgentAction | AgentStep) -> Any:
     except RecursionError:  # langchain_core str()s the observation
         assert isinstance(event, AgentStep)
         return AgentStep(action=event.action, observation=too_deep_text(event.observation)).messages
-
-
-def _gather(stream: Callable[..., Iterator[Any]], inputs: dict[str, Any], config: RunnableConfig) -> Any:
-    output: Any = None
-    for chunk in stream(inputs, config):
-        output = chunk if output is None else output + chunk
-    return output
-
-
-async def _agather(agent: Runnable[Any, Any], inputs: dict[str, Any], config: RunnableConfig) -> Any:
-    chunks: AsyncIterator[Any] = agent.astream(inputs, config)
-    output: Any = None
-    async for chunk in chunks:
-        output = chunk if output is None else output + chunk
-    return output
-
-
-def _native_async(agent: Runnable[Any, Any]) -> bool:
-    """False when a model in the agent runnable has only a sync implementation."""
-    steps = agent.steps if isinstance(agent, RunnableSequence) else [agent]
-    return all(has_native_async(step) for step in steps)

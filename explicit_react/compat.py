@@ -48,9 +48,10 @@ from explicit_react.classic_chain import (
 )
 from explicit_react.classic_iterator import AgentExecutorIterator
 from explicit_react.errors import ParseError
-from explicit_react.executor import ToolExecutor, agent_tool_input, as_tool, too_deep_text, tool_spec
+from explicit_react.executor import ToolExecutor, as_tool, tool_spec
 from explicit_react.parser import parse
 from explicit_react.prompt import load_template
+from explicit_react.tool_input import agent_tool_input, too_deep_text
 from explicit_react.transport import checked
 from explicit_react.types import FinalAnswer, StopReason
 

@@ -1,32 +1,41 @@
-"""Runs one action: finds the tool, fits the input to its schema, runs it within a timeout, and turns
-every failure into an observation that starts with ``Error:``."""
+"""Runs one action: finds the tool, fits the input to its schema (``tool_input``), runs it within a
+timeout, and turns every failure into an observation that starts with ``Error:``."""
 
 from __future__ import annotations
 
-import ast
 import asyncio
-import csv
 import dataclasses
 import difflib
-import json
 import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-import json_repair
 from langchain_core.callbacks import Callbacks
 from langchain_core.messages import BaseMessage, ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool, Tool, tool
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from explicit_react import drivers
 from explicit_react.deadline import Deadline, DeadlineExceeded
 from explicit_react.drivers import Call, Machine
 from explicit_react.errors import ConfigurationError
 from explicit_react.prompt import ToolSpec
+from explicit_react.tool_input import UNPARSED, agent_tool_input, as_text, fit_input, too_deep_text
 from explicit_react.types import ToolInput
+
+__all__ = [  # agent_tool_input and too_deep_text live in tool_input; importable here as before
+    "NO_OUTPUT",
+    "ToolExecutor",
+    "ToolOutcome",
+    "agent_tool_input",
+    "as_tool",
+    "normalize_name",
+    "observation_text",
+    "too_deep_text",
+    "tool_spec",
+]
 
 
 @dataclass(frozen=True)
@@ -125,57 +134,15 @@ class ToolExecutor:
         return dataclasses.replace(outcome, observation=observation)
 
     def fit_input(self, name: str, tool_input: ToolInput) -> str | dict[str, Any]:
-        """The model's input shaped for the tool: text for text tools, a dict of arguments otherwise.
-
-        A dict with one value fits a text tool; text fits a one-argument schema tool; text that is
-        JSON-like is parsed for a schema tool. Positional values (``multiply(6, 7)`` gives a list,
-        ``multiply[6, 7]`` the text ``6, 7``) fill a schema tool's arguments in order. What cannot
-        fit is left for the schema to reject.
-        """
-        t = self.tools[name]
-        if _takes_text(t):
-            if isinstance(tool_input, dict) and len(tool_input) == 1:
-                return _as_text(next(iter(tool_input.values())))
-            return _as_text(tool_input)
-        spec = self.specs[name]
-        arg_names = list(spec.args)
-        only_arg = (
-            arg_names[0] if len(arg_names) == 1 else (spec.required[0] if len(spec.required) == 1 else None)
-        )
-        if isinstance(tool_input, str):
-            parsed = _json_object(tool_input)
-            if parsed is not None and (only_arg is None or only_arg in parsed or len(arg_names) > 1):
-                return parsed
-            # "6, 7" fills the arguments in order only when no single argument takes the text whole
-            if (
-                parsed is None
-                and only_arg is None
-                and (in_order := _in_order(spec, _positional_values(tool_input)))
-            ):
-                return in_order
-            if only_arg is not None:
-                return {only_arg: tool_input}
-            return {_UNPARSED: tool_input}
-        if isinstance(tool_input, list):
-            if in_order := _in_order(spec, tool_input):
-                return in_order
-            return {only_arg: tool_input} if only_arg else {_UNPARSED: json.dumps(tool_input)}
-        if len(arg_names) == 1 and arg_names[0] not in tool_input:
-            if len(tool_input) == 1:
-                return {arg_names[0]: next(iter(tool_input.values()))}
-            # A JSON object for a tool with one argument: a text argument gets the JSON itself (the
-            # classic recipe for several values, a tool that calls json.loads), an object one the dict.
-            kind = spec.args[arg_names[0]].get("type")
-            if kind in ("string", "object"):
-                return {arg_names[0]: _as_text(tool_input) if kind == "string" else dict(tool_input)}
-        return dict(tool_input)
+        """The model's input shaped for tool ``name`` (see ``tool_input.fit_input``)."""
+        return fit_input(self.tools[name], self.specs[name], tool_input)
 
     def _prepare(self, name: str, tool_input: ToolInput) -> tuple[BaseTool | None, Any, ToolOutcome | None]:
         real = self.resolve(name)
         if real is None:
             return None, None, ToolOutcome(self.unknown_tool_observation(name), error="unknown_tool")
         fitted = self.fit_input(real, tool_input)
-        if isinstance(fitted, dict) and _UNPARSED in fitted:
+        if isinstance(fitted, dict) and UNPARSED in fitted:
             return (
                 None,
                 None,
@@ -318,14 +285,6 @@ def _call_id(t: BaseTool) -> str | None:
     return f"explicit_react_{t.name}" if _has_artifact(t) else None
 
 
-_UNPARSED = "\x00unparsed"
-
-
-def _takes_text(t: BaseTool) -> bool:
-    """True for tools whose input is one string (``Tool`` and ``BaseTool`` subclasses with no schema)."""
-    return isinstance(t, Tool) or t.args_schema is None
-
-
 NO_OUTPUT = "(the tool returned no output)"
 """The observation for a tool that returned ``None`` or an empty string: never a blank, never ``null``."""
 
@@ -340,78 +299,7 @@ def observation_text(output: Any) -> str:
         return output if output and not output.isspace() else NO_OUTPUT  # no copy of a huge output
     if output is None:
         return NO_OUTPUT
-    return _as_text(output)
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json")
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return dataclasses.asdict(value)
-    return str(value)
-
-
-def _as_text(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    try:
-        return json.dumps(value, ensure_ascii=False, default=_jsonable)
-    except (TypeError, ValueError):
-        pass
-    except RecursionError:  # str() would recurse as deep
-        return too_deep_text(value)
-    try:
-        return str(value)
-    except RecursionError:
-        return too_deep_text(value)
-
-
-def too_deep_text(value: Any) -> str:
-    """What stands for a tool output nested too deeply for ``json.dumps`` or ``str()``."""
-    return f"(a {type(value).__name__} nested too deeply to show as text)"
-
-
-def _json_object(text: str) -> dict[str, Any] | None:
-    stripped = text.strip()
-    if not stripped.startswith("{"):
-        return None
-    try:
-        value = json.loads(stripped)
-    except ValueError:
-        value = json_repair.loads(stripped)
-    return value if isinstance(value, dict) else None
-
-
-def _in_order(spec: ToolSpec, values: Sequence[Any]) -> dict[str, Any] | None:
-    """Positional ``values`` as the tool's arguments, in order, when they fit: a tool of several
-    arguments, at least its required ones given, no more than it has, and a first argument that does
-    not itself take a list. ``None`` otherwise."""
-    names = list(spec.args)
-    if not (len(names) > 1 and len(values) > 1 and len(spec.required) <= len(values) <= len(names)):
-        return None
-    if spec.args[names[0]].get("type") == "array":
-        return None
-    return dict(zip(names, values, strict=False))
-
-
-def _positional_values(text: str) -> list[Any]:
-    """``6, 7`` or ``"a, b", 3`` as a list of values: comma-separated, quotes respected, each a
-    Python/JSON literal when it is one (only literals are read, never code), else its text."""
-    if "," not in text or "\n" in text.strip() or len(text) > 10_000:
-        return []
-    values = []
-    for piece in next(csv.reader([text.strip()], skipinitialspace=True), []):
-        try:
-            value = ast.literal_eval(piece.strip())
-        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-            value = piece.strip()
-        values.append(value if isinstance(value, (str, int, float, bool)) else piece.strip())
-    return values
-
-
-def agent_tool_input(tool_input: ToolInput) -> str | dict[str, Any]:
-    """An action input as LangChain's ``AgentAction`` takes it: a JSON list becomes its JSON text."""
-    return json.dumps(tool_input, ensure_ascii=False) if isinstance(tool_input, list) else tool_input
+    return as_text(output)
 
 
 def _first_sentence(text: str, limit: int = 100) -> str:

@@ -24,12 +24,13 @@ from langchain_core.agents import AgentAction
 from explicit_react.deadline import DeadlineExceeded
 from explicit_react.drivers import Machine, Notify
 from explicit_react.errors import ModelCallError
-from explicit_react.executor import ToolExecutor, ToolOutcome, agent_tool_input
+from explicit_react.executor import ToolExecutor, ToolOutcome
 from explicit_react.llm import Completion, ModelAdapter
 from explicit_react.parser import plain_text
 from explicit_react.policy import SOURCED_NUMBERS, Budget, RunGuard
 from explicit_react.prompt import Message, ToolSpec
 from explicit_react.scratchpad import ScratchpadLimits, truncate_middle
+from explicit_react.tool_input import agent_tool_input
 from explicit_react.transport import Transport, Turn
 from explicit_react.types import Action, AgentResult, FinalAnswer, Step, StopReason, TokenUsage
 

@@ -1,0 +1,69 @@
+"""How the classic executor asks its agent for a plan: ``plan`` for a classic agent object, else the
+agent runnable (streamed, or invoked), as one driver request; and the agent's output read as a finish
+or a list of actions."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from functools import partial
+from typing import Any
+
+from langchain_core.agents import AgentAction, AgentFinish
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableSequence
+
+from explicit_react.drivers import Call
+from explicit_react.llm import has_native_async
+
+
+def plan_request(
+    agent: Any, inputs: dict[str, Any], callbacks: Any, timeout: float | None, *, stream: bool = True
+) -> Call:
+    """One call to ``agent`` for its next move: ``plan`` for a classic agent object, else the runnable
+    (streamed, unless ``stream=False``). An agent whose model has no native async form is called
+    synchronously in a daemon thread by the async driver when there is a time limit."""
+    if not isinstance(agent, Runnable):  # a classic BaseSingleActionAgent / BaseMultiActionAgent
+        inputs = dict(inputs)
+        steps = inputs.pop("intermediate_steps")
+        plan = partial(agent.plan, steps, callbacks=callbacks, **inputs)
+        return Call(plan, partial(agent.aplan, steps, callbacks=callbacks, **inputs), timeout)
+    config: RunnableConfig = {"callbacks": callbacks}
+    if stream:
+        sync = partial(_gather, agent.stream, inputs, config)
+        async_: Callable[[], Awaitable[Any]] = partial(_agather, agent, inputs, config)
+    else:
+        sync, async_ = partial(agent.invoke, inputs, config), partial(agent.ainvoke, inputs, config)
+    return Call(sync, async_ if timeout is None or _native_async(agent) else None, timeout)
+
+
+def decision(output: Any) -> AgentFinish | list[AgentAction]:
+    """What the agent returned, as a finish or a list of actions."""
+    if isinstance(output, AgentFinish):
+        return output
+    if isinstance(output, AgentAction):
+        return [output]
+    if isinstance(output, list) and output and all(isinstance(a, AgentAction) for a in output):
+        return output
+    raise TypeError(
+        f"the agent returned {type(output).__name__}; expected an AgentAction, a list of them, or an AgentFinish"
+    )
+
+
+def _gather(stream: Callable[..., Iterator[Any]], inputs: dict[str, Any], config: RunnableConfig) -> Any:
+    output: Any = None
+    for chunk in stream(inputs, config):
+        output = chunk if output is None else output + chunk
+    return output
+
+
+async def _agather(agent: Runnable[Any, Any], inputs: dict[str, Any], config: RunnableConfig) -> Any:
+    chunks: AsyncIterator[Any] = agent.astream(inputs, config)
+    output: Any = None
+    async for chunk in chunks:
+        output = chunk if output is None else output + chunk
+    return output
+
+
+def _native_async(agent: Runnable[Any, Any]) -> bool:
+    """False when a model in the agent runnable has only a sync implementation."""
+    steps = agent.steps if isinstance(agent, RunnableSequence) else [agent]
+    return all(has_native_async(step) for step in steps)

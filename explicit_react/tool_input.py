@@ -1,0 +1,146 @@
+"""The model's Action Input shaped for a tool: text for a text tool, a dict of arguments for a schema
+tool (JSON read or repaired, positional values in order); and any value as the text a tool or the
+model reads."""
+
+from __future__ import annotations
+
+import ast
+import csv
+import dataclasses
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import json_repair
+from langchain_core.tools import BaseTool, Tool
+from pydantic import BaseModel
+
+from explicit_react.prompt import ToolSpec
+from explicit_react.types import ToolInput
+
+UNPARSED = "\x00unparsed"
+"""The key of the one entry ``fit_input`` returns for text a schema tool cannot take as arguments."""
+
+
+def takes_text(t: BaseTool) -> bool:
+    """True for tools whose input is one string (``Tool`` and ``BaseTool`` subclasses with no schema)."""
+    return isinstance(t, Tool) or t.args_schema is None
+
+
+def fit_input(t: BaseTool, spec: ToolSpec, tool_input: ToolInput) -> str | dict[str, Any]:
+    """The model's input shaped for tool ``t`` (whose prompt view is ``spec``): text for text tools,
+    a dict of arguments otherwise.
+
+    A dict with one value fits a text tool; text fits a one-argument schema tool; text that is
+    JSON-like is parsed for a schema tool. Positional values (``multiply(6, 7)`` gives a list,
+    ``multiply[6, 7]`` the text ``6, 7``) fill a schema tool's arguments in order. What cannot
+    fit is left for the schema to reject (text that is no arguments at all: ``{UNPARSED: text}``).
+    """
+    if takes_text(t):
+        if isinstance(tool_input, dict) and len(tool_input) == 1:
+            return as_text(next(iter(tool_input.values())))
+        return as_text(tool_input)
+    arg_names = list(spec.args)
+    only_arg = (
+        arg_names[0] if len(arg_names) == 1 else (spec.required[0] if len(spec.required) == 1 else None)
+    )
+    if isinstance(tool_input, str):
+        parsed = _json_object(tool_input)
+        if parsed is not None and (only_arg is None or only_arg in parsed or len(arg_names) > 1):
+            return parsed
+        # "6, 7" fills the arguments in order only when no single argument takes the text whole
+        if (
+            parsed is None
+            and only_arg is None
+            and (in_order := _in_order(spec, _positional_values(tool_input)))
+        ):
+            return in_order
+        if only_arg is not None:
+            return {only_arg: tool_input}
+        return {UNPARSED: tool_input}
+    if isinstance(tool_input, list):
+        if in_order := _in_order(spec, tool_input):
+            return in_order
+        return {only_arg: tool_input} if only_arg else {UNPARSED: json.dumps(tool_input)}
+    if len(arg_names) == 1 and arg_names[0] not in tool_input:
+        if len(tool_input) == 1:
+            return {arg_names[0]: next(iter(tool_input.values()))}
+        # A JSON object for a tool with one argument: a text argument gets the JSON itself (the
+        # classic recipe for several values, a tool that calls json.loads), an object one the dict.
+        kind = spec.args[arg_names[0]].get("type")
+        if kind in ("string", "object"):
+            return {arg_names[0]: as_text(tool_input) if kind == "string" else dict(tool_input)}
+    return dict(tool_input)
+
+
+def agent_tool_input(tool_input: ToolInput) -> str | dict[str, Any]:
+    """An action input as LangChain's ``AgentAction`` takes it: a JSON list becomes its JSON text."""
+    return json.dumps(tool_input, ensure_ascii=False) if isinstance(tool_input, list) else tool_input
+
+
+def as_text(value: Any) -> str:
+    """``value`` as text: a string as it is; otherwise JSON, with pydantic models and dataclasses as
+    their fields; else ``str(value)``; a value nested too deeply for either says so."""
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False, default=_jsonable)
+    except (TypeError, ValueError):
+        pass
+    except RecursionError:  # str() would recurse as deep
+        return too_deep_text(value)
+    try:
+        return str(value)
+    except RecursionError:
+        return too_deep_text(value)
+
+
+def too_deep_text(value: Any) -> str:
+    """What stands for a tool output nested too deeply for ``json.dumps`` or ``str()``."""
+    return f"(a {type(value).__name__} nested too deeply to show as text)"
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    return str(value)
+
+
+def _json_object(text: str) -> dict[str, Any] | None:
+    stripped = text.strip()
+    if not stripped.startswith("{"):
+        return None
+    try:
+        value = json.loads(stripped)
+    except ValueError:
+        value = json_repair.loads(stripped)
+    return value if isinstance(value, dict) else None
+
+
+def _in_order(spec: ToolSpec, values: Sequence[Any]) -> dict[str, Any] | None:
+    """Positional ``values`` as the tool's arguments, in order, when they fit: a tool of several
+    arguments, at least its required ones given, no more than it has, and a first argument that does
+    not itself take a list. ``None`` otherwise."""
+    names = list(spec.args)
+    if not (len(names) > 1 and len(values) > 1 and len(spec.required) <= len(values) <= len(names)):
+        return None
+    if spec.args[names[0]].get("type") == "array":
+        return None
+    return dict(zip(names, values, strict=False))
+
+
+def _positional_values(text: str) -> list[Any]:
+    """``6, 7`` or ``"a, b", 3`` as a list of values: comma-separated, quotes respected, each a
+    Python/JSON literal when it is one (only literals are read, never code), else its text."""
+    if "," not in text or "\n" in text.strip() or len(text) > 10_000:
+        return []
+    values = []
+    for piece in next(csv.reader([text.strip()], skipinitialspace=True), []):
+        try:
+            value = ast.literal_eval(piece.strip())
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            value = piece.strip()
+        values.append(value if isinstance(value, (str, int, float, bool)) else piece.strip())
+    return values
