@@ -23,7 +23,7 @@ from langchain_core.tools import BaseTool
 
 from explicit_react import drivers, options
 from explicit_react.context import read_input
-from explicit_react.drivers import Call, Machine, Notify
+from explicit_react.drivers import Call, Machine, Notify, heard
 from explicit_react.errors import ConfigurationError
 from explicit_react.executor import ToolExecutor, as_tool
 from explicit_react.llm import ModelAdapter
@@ -208,10 +208,10 @@ class ExplicitReActAgent(ReActLoop, Runnable[AgentInput, dict[str, Any]]):
                 yield Notify((manager,), "on_chain_error", (exc,))
             raise
         assert run.result is not None
-        yield Notify(
-            (manager,), "on_agent_finish", (AgentFinish({"output": run.result.answer}, run.final_log),)
-        )
-        yield Notify((manager,), "on_chain_end", (result_to_output(run.result),))
+        if heard(manager):
+            finish = AgentFinish({"output": run.result.answer}, run.final_log)
+            yield Notify((manager,), "on_agent_finish", (finish,))
+            yield Notify((manager,), "on_chain_end", (result_to_output(run.result),))
         yield run.result
 
     def stream(  # type: ignore[override]

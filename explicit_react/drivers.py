@@ -14,7 +14,6 @@ import asyncio
 import inspect
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -52,6 +51,12 @@ class Notify:
     kwargs: Mapping[str, Any] = field(default_factory=dict)
 
 
+def heard(manager: Any) -> bool:
+    """Whether a LangChain run manager's events reach anyone: ``False`` for ``None`` and for a manager
+    with no handlers (LangChain drops its events at once), so a machine need not build an event for it."""
+    return manager is not None and bool(getattr(manager, "handlers", True))
+
+
 Machine = Generator[Any, Any, T]
 """A step machine: yields requests (``Call``, ``Sleep``, ``Notify``) and outputs, returns ``T``."""
 
@@ -65,7 +70,8 @@ class _Returned:
 
 class _Progress:
     """A machine being driven (the part both drivers share): iterate it for the machine's next
-    request or output; set ``reply`` (or let ``replying`` catch the error) before the next one."""
+    request or output; set ``reply`` or ``error`` (an exception raised while the request was carried
+    out, which goes to the machine at its ``yield``) before the next one."""
 
     def __init__(self, machine: Machine[Any]) -> None:
         self.machine = machine
@@ -74,20 +80,13 @@ class _Progress:
         self.value: Any = None
 
     def __iter__(self) -> Iterator[Any]:
+        machine = self.machine
         try:
             while True:
                 reply, error, self.reply, self.error = self.reply, self.error, None, None
-                yield self.machine.send(reply) if error is None else self.machine.throw(error)
+                yield machine.send(reply) if error is None else machine.throw(error)
         except StopIteration as done:
             self.value = done.value
-
-    @contextmanager
-    def replying(self) -> Iterator[None]:
-        """An exception raised while a request is carried out goes to the machine, at its ``yield``."""
-        try:
-            yield
-        except BaseException as exc:  # a KeyboardInterrupt or a cancellation too: callbacks hear of it
-            self.error = exc
 
     def __enter__(self) -> _Progress:
         return self
@@ -101,8 +100,10 @@ def drive(machine: Machine[T]) -> Generator[Any, None, T]:
     with _Progress(machine) as progress:
         for request in progress:
             if isinstance(request, _REQUESTS):
-                with progress.replying():
+                try:
                     progress.reply = _perform(request)
+                except BaseException as exc:  # a KeyboardInterrupt too: callbacks hear of it
+                    progress.error = exc
             else:
                 yield request
     return progress.value
@@ -113,8 +114,10 @@ async def adrive(machine: Machine[Any]) -> AsyncIterator[Any]:
     with _Progress(machine) as progress:
         for request in progress:
             if isinstance(request, _REQUESTS):
-                with progress.replying():
+                try:
                     progress.reply = await _aperform(request)
+                except BaseException as exc:  # a cancellation too: callbacks hear of it
+                    progress.error = exc
             else:
                 yield request
 
@@ -130,7 +133,11 @@ def _perform(request: Call | Sleep | Notify) -> Any:
 
 async def _aperform(request: Call | Sleep | Notify) -> Any:
     if isinstance(request, Call):
-        return await _acall(request)
+        if request.awaitable is None:
+            return await _acall_blocking(request)
+        if request.timeout is None:  # the usual case, awaited here: every layer costs at each resume
+            return await request.awaitable()
+        return await acall_with_timeout(request.awaitable(), request.timeout)
     if isinstance(request, Sleep):
         return await asyncio.sleep(request.seconds)
     for pending in _notify(request):
@@ -160,9 +167,8 @@ def _returning(machine: Machine[T]) -> Machine[None]:
     yield _Returned((yield from machine))
 
 
-async def _acall(request: Call) -> Any:
-    if request.awaitable is not None:
-        return await acall_with_timeout(request.awaitable(), request.timeout)
+async def _acall_blocking(request: Call) -> Any:
+    """A call with no native async form, in a thread (see ``deadline.acall_in_thread``)."""
     started = time.monotonic()
     value = await acall_in_thread(request.blocking, request.timeout)
     if inspect.isawaitable(value):  # a plain callable that returned a coroutine

@@ -150,6 +150,20 @@ class ModelAdapter:
         self.max_retries = max_retries
         self.retry_backoff = retry_backoff
 
+    @property
+    def llm(self) -> Any:
+        """The model called."""
+        return self._llm
+
+    @llm.setter
+    def llm(self, llm: Any) -> None:
+        self._llm = llm
+        # What every call needs to know about the model, found here once rather than at each call.
+        self._runnable = isinstance(llm, Runnable)
+        self._native = has_native_async(llm) if self._runnable else _is_async_callable(llm)
+        self._is_llm = isinstance(llm, BaseLLM)
+        self._takes_stop = self._is_llm or isinstance(llm, BaseChatModel)
+
     def with_llm(self, llm: Any) -> ModelAdapter:
         """The same settings around another model (for example the same model with another grammar)."""
         other = copy.copy(self)
@@ -160,16 +174,14 @@ class ModelAdapter:
     def _request(self, messages: Sequence[Message], callbacks: Callbacks, timeout: float | None) -> Call:
         """One call to the model as a driver request: ``invoke`` and, where the model has a native
         async form, ``ainvoke`` (a sync-only model is run in a daemon thread by the async driver)."""
-        llm = self.llm
-        if not isinstance(llm, Runnable):
+        llm = self._llm
+        if not self._runnable:
             plain = [dict(m) for m in messages]
-            return Call(
-                partial(llm, plain), partial(llm, plain) if _is_async_callable(llm) else None, timeout
-            )
-        prompt: Any = _as_prompt(messages) if isinstance(llm, BaseLLM) else to_langchain(messages)
+            return Call(partial(llm, plain), partial(llm, plain) if self._native else None, timeout)
+        prompt: Any = _as_prompt(messages) if self._is_llm else to_langchain(messages)
         config = RunnableConfig(callbacks=callbacks)
-        kwargs = {"stop": self.stop or None} if isinstance(llm, (BaseChatModel, BaseLLM)) else {}
-        native = partial(llm.ainvoke, prompt, config, **kwargs) if has_native_async(llm) else None
+        kwargs = {"stop": self.stop or None} if self._takes_stop else {}
+        native = partial(llm.ainvoke, prompt, config, **kwargs) if self._native else None
         return Call(partial(llm.invoke, prompt, config, **kwargs), native, timeout)
 
     def _completion(self, reply: Any, started: float) -> Completion:

@@ -22,7 +22,7 @@ from typing import Any, Literal, Protocol
 from langchain_core.agents import AgentAction
 
 from explicit_react.deadline import DeadlineExceeded
-from explicit_react.drivers import Machine, Notify
+from explicit_react.drivers import Machine, Notify, heard
 from explicit_react.errors import ModelCallError
 from explicit_react.executor import ToolExecutor, ToolOutcome
 from explicit_react.llm import Completion, ModelAdapter
@@ -154,7 +154,8 @@ class ReActLoop:
         and leaves the result in ``run.result``."""
         guard = run.guard
         while (stop := guard.stop_before_turn(len(run.steps))) is None:
-            yield Notify(self.listeners, "on_turn_start", (len(run.steps) + 1, self.max_iterations))
+            if self.listeners:
+                yield Notify(self.listeners, "on_turn_start", (len(run.steps) + 1, self.max_iterations))
             try:
                 turn = yield from self.thinking(run)
                 if isinstance(turn.decision, FinalAnswer):
@@ -174,7 +175,8 @@ class ReActLoop:
             if acted.outcome is not None:
                 step = self.observe(turn, acted)
                 run.steps.append(step)
-                yield Notify(self.listeners, "on_step", (step, len(run.steps), self.max_iterations))
+                if self.listeners:
+                    yield Notify(self.listeners, "on_step", (step, len(run.steps), self.max_iterations))
                 yield step
             if acted.stop is not None:
                 stop = acted.stop
@@ -234,10 +236,10 @@ class ReActLoop:
         action = turn.decision
         assert isinstance(action, Action)
         tool = self.executor.resolve(action.tool) or action.tool
-        if run.manager is not None:
+        if heard(run.manager):
             agent_action = AgentAction(tool, agent_tool_input(action.tool_input), turn.text)
             yield Notify((run.manager,), "on_agent_action", (agent_action,))
-        if in_run:
+        if in_run and self.listeners:
             yield Notify(self.listeners, "on_action", (action, len(run.steps) + 1, self.max_iterations))
         started = time.monotonic()
         try:
@@ -310,7 +312,8 @@ class ReActLoop:
         self, run: RunState, answer: str, stop: StopReason, log: str = "", error: str | None = None
     ) -> Machine[None]:
         result = run.finish(answer.strip(), stop, error, log)
-        yield Notify(self.listeners, "on_result", (result,))
+        if self.listeners:
+            yield Notify(self.listeners, "on_result", (result,))
 
 
 _ANSWER_AT_LIMIT = {
