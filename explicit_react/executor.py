@@ -127,8 +127,10 @@ class ToolExecutor:
         Measured with Qwen2.5 1.5B under the llama.cpp grammar: a model that sent words to the
         calculator repeated the call after "find each value first, with another tool"; told what the
         other tools do, it can pick the one that looks values up (docs/benchmarks.md)."""
+        if not outcome.error:
+            return outcome
         others = [n for n in sorted(self.suggest) if n != name and n in self.tools]
-        if not (outcome.error and others):
+        if not others:
             return outcome
         observation = f"{outcome.observation}\nOther tools:\n{self._listing(others)}"
         return dataclasses.replace(outcome, observation=observation)

@@ -134,6 +134,8 @@ class RunGuard:
     _repeat_warnings: int = 0
     _denied_warnings: int = 0
     _unsourced_warned: set[str] = field(default_factory=set)
+    _last: tuple[str, ToolInput, str] | None = None
+    """The last call whose signature was computed: checking a call and recording it need it once."""
 
     def __post_init__(self) -> None:
         self.deadline = Deadline(self.budget.max_seconds)
@@ -178,7 +180,7 @@ class RunGuard:
         ``check_unknown`` uses it too: a model that keeps calling a made-up tool with the same
         input is looping just the same.
         """
-        earlier = self._seen.get(call_signature(tool, tool_input))
+        earlier = self._seen.get(self._signature(tool, tool_input))
         if earlier is None:
             return None
         self._repeat_warnings += 1
@@ -200,14 +202,14 @@ class RunGuard:
         repeat verdict (then a loop stop) when the model makes the same made-up call again."""
         if (repeat := self.check_repeat(tool, tool_input)) is not None:
             return repeat
-        self._seen.setdefault(call_signature(tool, tool_input), (step_number, _kept(observation)))
+        self._seen.setdefault(self._signature(tool, tool_input), (step_number, _kept(observation)))
         return Verdict(run=False, observation=observation, error="unknown_tool")
 
     def check_sources(self, tool: str, tool_input: ToolInput, sources: str) -> Verdict | None:
         """A refusal when ``tool_input`` holds numbers that ``sources`` (the question, the context and
         the successful tool results so far) does not state, the first time this call is made; else
         ``None``. Sent again unchanged, the call runs: the model may know a value the sources lack."""
-        signature = call_signature(tool, tool_input)
+        signature = self._signature(tool, tool_input)
         if signature in self._unsourced_warned or not (missing := unsourced_numbers(tool_input, sources)):
             return None
         self._unsourced_warned.add(signature)
@@ -224,7 +226,15 @@ class RunGuard:
     def record_call(self, step_number: int, tool: str, tool_input: ToolInput, observation: str) -> None:
         """Remember a call that ran, for the tool-call budget and loop detection."""
         self.tool_calls += 1
-        self._seen.setdefault(call_signature(tool, tool_input), (step_number, _kept(observation)))
+        self._seen.setdefault(self._signature(tool, tool_input), (step_number, _kept(observation)))
+
+    def _signature(self, tool: str, tool_input: ToolInput) -> str:
+        last = self._last
+        if last is not None and last[0] == tool and last[1] is tool_input:
+            return last[2]
+        signature = call_signature(tool, tool_input)
+        self._last = (tool, tool_input, signature)
+        return signature
 
     def record_tokens(self, total: int) -> None:
         """Add the tokens the model reported for one call."""
