@@ -20,6 +20,10 @@ LangChain's interfaces and nothing else, the ceiling for any agent built on thos
 
     python bench/concurrency.py [--questions 200] [--delay 0.05] [--quick] [--out PATH]
 
+Where the agent's CPU goes: ``--breakdown`` builds the no-agent row up, one layer of what the agent
+does at a time (a chain run for callbacks, the prompt, the parser), and measures each against the
+whole agent, CPU per question as above.
+
 Before and after a change: ``--trees OLD,NEW`` measures only the CPU per question, of explicit_react
 and of the LangChain calls alone, for the explicit_react of each source tree (a git worktree of
 another commit, say), in fresh processes taking turns, ``--rounds`` times each:
@@ -45,6 +49,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool, tool
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -274,6 +279,86 @@ def tasks_per_question(name: str, batch: Batch, n: int) -> float:
     return created / n
 
 
+def layered_batch(layers: int, tool: BaseTool) -> Batch:
+    """The no-agent row with the first ``layers`` of the agent's own work added, in order: 1 a chain
+    run for callbacks (``on_chain_start``, its child manager passed to every call, ``on_agent_finish``,
+    ``on_chain_end``), 2 the agent's prompt (rendered, as LangChain messages, with the stop sequence),
+    3 the parser reading both replies."""
+    from langchain_core.agents import AgentFinish
+    from langchain_core.runnables import ensure_config
+    from langchain_core.runnables.config import get_async_callback_manager_for_config
+
+    from explicit_react.llm import STOP_SEQUENCE, Completion, to_langchain
+    from explicit_react.types import Step
+
+    model = QuestionKeyedModel(delay=0.0)
+    agent = ExplicitReActAgent(model, [tool], max_iterations=3)
+
+    async def call(question: str, steps: list[Step], config: RunnableConfig) -> Any:
+        if layers < 2:
+            text = "\n".join([question, *(s.observation for s in steps)])
+            return await model.ainvoke([HumanMessage(text)], config)
+        messages = to_langchain(agent.messages(question, steps, "", 3 - len(steps)))
+        reply = await model.ainvoke(messages, config, stop=[STOP_SEQUENCE])
+        if layers >= 3:
+            agent.transport.read(Completion(str(reply.content)))
+        return reply
+
+    async def one(question: str, slots: asyncio.Semaphore) -> str:
+        async with slots:
+            item = _ITEM.search(question)
+            assert item is not None
+            run, config = None, RunnableConfig()
+            if layers >= 1:
+                start = get_async_callback_manager_for_config(ensure_config(None))
+                run = await start.on_chain_start(None, {"input": question, "context": ""}, name="agent")
+                config = RunnableConfig(callbacks=run.get_child())
+            await call(question, [], config)
+            observation = await tool.arun(f"item {item[1]}", callbacks=config.get("callbacks"))
+            step = Step(thought="", action="lookup", action_input=f"item {item[1]}", observation=observation)
+            reply = await call(question, [step], config)
+            answer = str(reply.content).split("Final Answer: ", 1)[1]
+            if run is not None:
+                await run.on_agent_finish(AgentFinish({"output": answer}, str(reply.content)))
+                await run.on_chain_end({"output": answer})
+            return answer
+
+    async def batch(questions: list[str], concurrency: int) -> list[str]:
+        slots = asyncio.Semaphore(concurrency)
+        return list(await asyncio.gather(*(one(q, slots) for q in questions)))
+
+    return batch
+
+
+BREAKDOWN = [
+    "the LangChain calls alone",
+    "+ a chain run for callbacks",
+    "+ the agent's prompt",
+    "+ the parser",
+]
+
+
+def breakdown(n: int, kind: str, rounds: int) -> list[dict[str, Any]]:
+    """CPU ms per question of each layer of ``layered_batch`` and of the agent itself (``abatch``),
+    measured in turns, ``rounds`` times each; the median and the minimum of each."""
+    batches = {name: layered_batch(i, TOOLS[kind]) for i, name in enumerate(BREAKDOWN)}
+    batches["the agent (abatch)"] = explicit_batch(0.0, TOOLS[kind])
+    samples: dict[str, list[float]] = {name: [] for name in batches}
+    for name, batch in batches.items():  # warm-up
+        check(name, asyncio.run(batch(questions(50), 50)), 50)
+    for _ in range(rounds):
+        for name, batch in batches.items():
+            gc.collect()
+            began = time.process_time()
+            outputs = asyncio.run(batch(questions(n), 50))
+            samples[name].append(1000 * (time.process_time() - began) / n)
+            check(name, outputs, n)
+    return [
+        {"layer": name, "tool": kind, "cpu_ms_per_question": median(v), "min_cpu_ms_per_question": min(v)}
+        for name, v in samples.items()
+    ]
+
+
 def cpu_per_question(n: int, tools: list[str], names: list[str] | None = None) -> list[dict[str, Any]]:
     """CPU milliseconds per question with the model's delay at 0 (``time.process_time``, which counts
     every thread, over ``n`` questions at concurrency 50): the cost concurrency cannot hide. Also the
@@ -308,6 +393,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tools", default="sync,async", help="tool kinds, comma-separated: sync, async")
     parser.add_argument("--quick", action="store_true", help="10 questions, 5 ms, levels 1,5 (smoke test)")
     parser.add_argument("--out", type=Path, default=None, help="default: results/concurrency.json")
+    parser.add_argument(
+        "--breakdown", action="store_true", help="only where the agent's CPU goes (see above)"
+    )
     parser.add_argument("--trees", help="OLD,NEW: source trees whose explicit_react to compare, interleaved")
     parser.add_argument("--rounds", type=int, default=4, help="with --trees: runs per tree")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -321,6 +409,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.trees:
         return compare_trees(args, [Path(tree) for tree in args.trees.split(",")])
+    if args.breakdown:
+        return show_breakdown(args, cpu_questions)
     args.out = args.out or RESULTS / "concurrency.json"
     levels = [int(level) for level in args.levels.split(",")]
     rows = measure(args.questions, args.delay, levels, args.repeats, args.tools.split(","))
@@ -383,6 +473,38 @@ def main(argv: list[str] | None = None) -> int:
         "target_met": {kind: efficiency >= 0.9 for kind, efficiency in explicit_at_50.items()},
     }
     write_json(args.out, {"summary": summary, "rows": rows, "cpu": cpu})
+    return 0
+
+
+def show_breakdown(args: argparse.Namespace, n: int) -> int:
+    """``--breakdown``: the layers of ``layered_batch`` and the agent, for each tool kind."""
+    load_before = load_average()
+    rounds = 1 if args.quick else 5
+    rows = [row for kind in args.tools.split(",") for row in breakdown(n, kind, rounds)]
+    floors = {r["tool"]: r["cpu_ms_per_question"] for r in rows if r["layer"] == BREAKDOWN[0]}
+    for row in rows:
+        row["ratio_to_no_agent"] = row["cpu_ms_per_question"] / floors[row["tool"]]
+    print(
+        f"CPU ms per question, no model delay, {n} questions at concurrency 50, median of {rounds} in turns "
+        f"(load average {load_before} before, {load_average()} after)\n"
+    )
+    header = ["layer", "tool", "CPU ms per question (median)", "(min)", "/ the LangChain calls alone"]
+    print(
+        table(
+            header,
+            [
+                [
+                    r["layer"],
+                    r["tool"],
+                    f"{r['cpu_ms_per_question']:.3f}",
+                    f"{r['min_cpu_ms_per_question']:.3f}",
+                    f"{r['ratio_to_no_agent']:.2f}",
+                ]
+                for r in rows
+            ],
+        )
+    )
+    write_json(args.out or RESULTS / "concurrency_breakdown.json", {"rounds": rounds, "rows": rows})
     return 0
 
 

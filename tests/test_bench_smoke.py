@@ -84,6 +84,22 @@ def test_concurrency(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert all(r["efficiency"] > 0 and r["kib_per_concurrent_run"] > 0 for r in data["rows"])
 
 
+def test_concurrency_breakdown_builds_the_no_agent_row_up_to_the_agent(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    printed, data = run("concurrency.py", ["--quick", "--breakdown", "--tools", "async"], tmp_path, capsys)
+    assert "| + the parser | async |" in printed
+    assert [r["layer"] for r in data["rows"]] == [
+        "the LangChain calls alone",
+        "+ a chain run for callbacks",
+        "+ the agent's prompt",
+        "+ the parser",
+        "the agent (abatch)",
+    ]
+    assert data["rows"][0]["ratio_to_no_agent"] == 1.0
+    assert all(r["cpu_ms_per_question"] > 0 for r in data["rows"])
+
+
 def test_lockstep(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     printed, data = run("lockstep.py", ["--quick"], tmp_path, capsys)
     assert "| CPU ms per job | 1 turn per burst | 4 turns per burst |" in printed
