@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from explicit_react.errors import ParseError
+from explicit_react.labels import compile_labels
 from explicit_react.parser import (
     ACTION,
     ACTION_INPUT,
@@ -19,7 +20,6 @@ from explicit_react.parser import (
     OBSERVATION,
     THOUGHT,
     Labels,
-    _grammar,
     parse,
 )
 from explicit_react.types import Action, FinalAnswer
@@ -723,8 +723,8 @@ def test_default_labels_ignore_other_keywords() -> None:
 
 
 def test_patterns_are_compiled_once_per_labels() -> None:
-    assert _grammar(Labels()) is _grammar(Labels())
-    assert _grammar(HAYSTACK) is not _grammar(Labels())
+    assert compile_labels(Labels()) is compile_labels(Labels())
+    assert compile_labels(HAYSTACK) is not compile_labels(Labels())
 
 
 def test_markers_are_the_prompt_keywords() -> None:

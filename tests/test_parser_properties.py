@@ -15,7 +15,8 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from explicit_react import Action, FinalAnswer, ParseError, parse
+from explicit_react import Action, FinalAnswer, ParseError, json_text, parse, scanners
+from explicit_react import labels as labels_module
 from explicit_react import parser as parser_module
 from explicit_react.llm import cut_invented_observation
 from explicit_react.scratchpad import render_step
@@ -124,27 +125,27 @@ fence_soup = st.lists(st.sampled_from(["`", "``", "```", "````", "a", "\n", " ",
 
 @given(fence_soup.map("".join))
 def test_fence_spans_are_the_regex_matches(text: str) -> None:
-    assert parser_module._fence_spans(text) == [match.span() for match in FENCE_PAIR.finditer(text)]
+    assert scanners.fence_spans(text) == [match.span() for match in FENCE_PAIR.finditer(text)]
 
 
 @given(fence_soup.map("".join))
 def test_a_fenced_body_is_the_regex_body(text: str) -> None:
     match = FENCED_BLOCK.match(text)
-    assert parser_module._fenced_body(text) == (match["body"] if match else None)
+    assert scanners.fenced_body(text) == (match["body"] if match else None)
 
 
 @given(st.text(st.sampled_from("`'\"*_ \t.,;:!ab\u3000\x85"), max_size=12))
 def test_tool_name_noise_is_stripped_as_the_regex_did(name: str) -> None:
-    assert parser_module._tool_name(name) == TOOL_NAME_NOISE.sub("", name)
+    assert scanners.tool_name(name) == TOOL_NAME_NOISE.sub("", name)
 
 
 @given(st.text(st.sampled_from("()[]ab \n\t\x85"), max_size=12))
 def test_call_syntax_reads_as_the_lazy_regex_did(text: str) -> None:
-    old, new = CALL.match(text), parser_module._CALL.match(text)
+    old, new = CALL.match(text), scanners.CALL.match(text)
     assert (old is None) == (new is None)
     if old and new:
         assert old["args"] == new["args"]
-        assert TOOL_NAME_NOISE.sub("", old["name"]) == parser_module._tool_name(new["name"])
+        assert TOOL_NAME_NOISE.sub("", old["name"]) == scanners.tool_name(new["name"])
 
 
 @given(
@@ -199,7 +200,7 @@ json_soup = st.one_of(
 
 @given(json_soup)
 def test_json_objects_are_those_found_by_decoding_at_every_brace(text: str) -> None:
-    assert parser_module._json_objects(text) == json_objects_by_decoding_at_every_brace(text)
+    assert json_text.json_objects(text) == json_objects_by_decoding_at_every_brace(text)
 
 
 @pytest.mark.parametrize("depth", [1, 99, 100])
@@ -228,6 +229,6 @@ def test_json_nested_past_the_limit_is_kept_as_text(depth: int) -> None:
 def test_labels_found_in_colon_runs_are_those_a_full_scan_finds(
     text: str, labels: parser_module.Labels
 ) -> None:
-    grammar = parser_module._grammar(labels)
-    found = [match.span() for match in parser_module._label_matches(text, grammar)]
+    grammar = labels_module.compile_labels(labels)
+    found = [match.span() for match in labels_module.label_matches(text, grammar)]
     assert found == [match.span() for match in grammar.label.finditer(text)]

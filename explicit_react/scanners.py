@@ -1,0 +1,183 @@
+"""Linear-time scanners of reply text: code fences, the tool name and call syntax of an Action line, a tool input.
+
+Each is written so that no character is looked at more than a bounded number of times: a
+fence-and-back-reference regex backtracks cubically on a run of backticks, and a lazy name that
+competes with ``\\s*`` for a run of spaces is quadratic (issue 21).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+
+from explicit_react.json_text import JSON_START, json_value
+from explicit_react.types import ToolInput
+
+# Fences are found by scanning (``fence_spans``, ``fenced_body``): a fence-and-back-reference regex
+# backtracks cubically on a run of backticks.
+_BACKTICK_RUN = re.compile(r"`{3,}")
+_NOT_NEWLINE = re.compile(r"[^\n]")
+_INFO_STRING = re.compile(r"[\w+.-]*[ \t]*\n?")
+_MARKDOWN_NOISE = re.compile(r"\A[*_]+\s*")
+_JSON_IN_CALL = re.compile(r"\A[A-Za-z_][\w.]*\s*\((?P<json>\s*\{.*\})\s*\)\s*\Z", re.S)
+# The name keeps the spaces before the parenthesis (``tool_name`` strips them): a lazy name that
+# competes with ``\s*`` for them is quadratic on a run of spaces.
+CALL = re.compile(r"\A(?P<name>[^()\[\]\n]++)\s*+\((?P<args>.*)\)\Z", re.S)
+BRACKETS = re.compile(r"\A(?P<name>[^()\[\]\n]++)\s*+\[(?P<args>.*)\]\Z", re.S)
+# The input written on the Action line: ``Action: knowledge_search, "price of X"``,
+# ``Action: calculator: 2 + 2``, ``Action: mcp:search, weather`` (a name may hold a colon), and
+# ``Action: knowledge_search:search query: "x"`` (a bare colon splits only when the rest has a
+# space, so ``mcp:search`` alone stays one name). A short label (``input:``, ``query=``) is dropped
+# when a quoted or JSON value follows it.
+_LABEL = r"[A-Za-z_][\w ]{0,30}+\s*+[:=]\s*+(?=[\"'{])"
+_INLINE_INPUTS = (  # tried in order
+    re.compile(r"\A(?P<name>[A-Za-z_][\w.-]*):" + _LABEL + r"(?P<rest>\S.*)\Z"),
+    re.compile(r"\A(?P<name>[A-Za-z_][\w.:-]*?)(?:\s*,\s*|:\s+)(?:" + _LABEL + r")?(?P<rest>\S.*)\Z"),
+    re.compile(r"\A(?P<name>[A-Za-z_][\w.-]*):(?=\S*\s)(?P<rest>\S.*)\Z"),
+)
+# Stripped from a tool name: these before it, and these plus punctuation after it (matched on the
+# reversed name: a ``[...]+\Z`` search rescans a long run from each of its characters).
+_NAME_NOISE_BEFORE = re.compile(r"[\s`'\"*_]+")
+_NAME_NOISE_AFTER_REVERSED = re.compile(r"[\s`'\"*_.,;:!]+")
+
+
+def mask_fences(text: str) -> str:
+    """The text with every fenced span blanked out (newlines kept, so positions and lines stay)."""
+    pieces = []
+    position = 0
+    for start, end in fence_spans(text):
+        pieces += [text[position:start], _NOT_NEWLINE.sub(" ", text[start:end])]
+        position = end
+    return "".join(pieces) + text[position:]
+
+
+def fence_spans(text: str) -> list[tuple[int, int]]:
+    """The spans ``(?P<fence>`{3,}).*?(?P=fence)`` would match left to right (re.S), in linear time.
+
+    At a run of ``length`` backticks the regex tries fences from the longest down: a fence of k
+    closes inside the same run when 2k <= length, else at the first later run of k or more. So the
+    fence is the longest k <= length with 2k <= length or k <= the longest later run.
+    """
+    runs = [(run.start(), run.end()) for run in _BACKTICK_RUN.finditer(text)]
+    longest_after = [0] * (len(runs) + 1)  # longest_after[i]: the longest of runs[i:]
+    for index in range(len(runs) - 1, -1, -1):
+        longest_after[index] = max(longest_after[index + 1], runs[index][1] - runs[index][0])
+    spans = []
+    index = 0
+    position = runs[0][0] if runs else 0
+    while index < len(runs):
+        length = runs[index][1] - position
+        fence = min(length, max(length // 2, longest_after[index + 1]))
+        if fence < 3:  # no fence here, nor later in this run: fences only get shorter
+            index += 1
+            position = runs[index][0] if index < len(runs) else 0
+        elif 2 * fence <= length:
+            spans.append((position, position + 2 * fence))
+            position += 2 * fence
+        else:
+            closing = next(
+                later for later in range(index + 1, len(runs)) if runs[later][1] - runs[later][0] >= fence
+            )
+            spans.append((position, runs[closing][0] + fence))
+            index, position = closing, runs[closing][0] + fence
+    return spans
+
+
+def fenced_body(text: str) -> str | None:
+    r"""The body when the whole text is one fenced block (what a fence-and-back-reference regex
+    ``\A(`{3,})[\w+.-]*[ \t]*\n?(.*?)\n?[ \t]*\1\Z`` captures), else ``None``; in linear time."""
+    opening = len(text) - len(text.lstrip("`"))
+    closing = len(text) - len(text.rstrip("`"))
+    fence = min(opening, closing, len(text) // 2)  # the longest fence that opens and closes the text
+    if fence < 3:
+        return None
+    inner = text[fence : len(text) - fence]
+    info = _INFO_STRING.match(inner)
+    assert info is not None  # it matches the empty string
+    body = inner[info.end() :].rstrip(" \t")
+    return body[:-1] if body.endswith("\n") else body
+
+
+def tool_and_arguments(value: str) -> tuple[str, ToolInput | None, ToolInput | None]:
+    """The tool name on an Action line, the arguments of call or bracket syntax, and an input
+    written after the name (``None`` for each that is not there)."""
+    value = tool_name(value.strip())
+    if call := CALL.match(value):
+        return tool_name(call["name"]), call_arguments(call["args"]), None
+    if brackets := BRACKETS.match(value):
+        args = brackets["args"]
+        return tool_name(brackets["name"]), read_tool_input(args) if args.strip() else None, None
+    first_line = next((line for line in value.splitlines() if line.strip()), "").strip()
+    for pattern in _INLINE_INPUTS:
+        if inline := pattern.match(first_line):
+            return inline["name"], None, read_tool_input(inline["rest"])
+    return tool_name(first_line), None, None
+
+
+def tool_name(name: str) -> str:
+    """The name without quotes, backticks, bold or spaces around it, nor punctuation after it."""
+    before = _NAME_NOISE_BEFORE.match(name)
+    start = before.end() if before else 0
+    after = _NAME_NOISE_AFTER_REVERSED.match(name[::-1])
+    end = len(name) - after.end() if after else len(name)
+    return name[start : max(start, end)]
+
+
+def call_arguments(args: str) -> ToolInput | None:
+    """Arguments of ``tool(query="x")``, ``tool("x")``, ``tool({...})`` or ``tool(6, 7)`` (a list, in
+    order); only literals, never code."""
+    args = args.strip()
+    if not args:
+        return None
+    if JSON_START.match(args):
+        return json_value(args)
+    try:
+        call = ast.parse(f"f({args})", mode="eval").body
+        if not isinstance(call, ast.Call):
+            return None
+        if call.keywords and not call.args and all(keyword.arg for keyword in call.keywords):
+            return {str(keyword.arg): ast.literal_eval(keyword.value) for keyword in call.keywords}
+        if len(call.args) == 1 and not call.keywords:
+            value = ast.literal_eval(call.args[0])
+            return value if isinstance(value, (str, dict, list)) else str(value)
+        if len(call.args) > 1 and not call.keywords:  # multiply(6, 7): the executor maps them in order
+            return [ast.literal_eval(arg) for arg in call.args]
+    except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
+        return None
+    return None
+
+
+def read_tool_input(raw: str) -> ToolInput:
+    """JSON-like text (also in a fence, or nearly valid) as a dict or list; other text as written.
+
+    One pair of wrapping quotes is removed, and a lone leading quote; fenced code is kept whole.
+    """
+    text = raw.strip()
+    if (body := fenced_body(text)) is not None:
+        value = json_value(body.strip())
+        return text if value is None else value
+    candidate = _MARKDOWN_NOISE.sub("", text)
+    if wrapped := _JSON_IN_CALL.match(candidate):
+        candidate = wrapped["json"].strip()
+    value = json_value(candidate)
+    return _unquote(text) if value is None else value
+
+
+def _unquote(text: str) -> str:
+    """Remove one pair of wrapping quotes (never an unbalanced one) or a lone leading quote."""
+    quote = text[:1]
+    if quote not in ('"', "'"):
+        return text
+    if len(text) >= 2 and text.endswith(quote):
+        inner = text[1:-1]
+        if quote not in inner:
+            return inner
+        if quote == '"':
+            try:
+                decoded = json.loads(text)
+            except ValueError:
+                return text
+            return decoded if isinstance(decoded, str) else text
+        return text
+    return text[1:] if text.count(quote) == 1 else text
