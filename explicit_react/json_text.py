@@ -139,6 +139,18 @@ def _int_too_long(scalar: str) -> bool:
     return bool(limit) and digits > limit and not any(mark in scalar for mark in ".eEIN")
 
 
+def action_blobs(text: str) -> list[tuple[int, dict[str, Any]]]:
+    """The top-level JSON objects in the text that are action blobs, with their positions.
+
+    A blob's tool key is written ``"action"`` or ``"name"`` (or with a ``\\u`` escape): text with
+    none of these holds no blob, and is not scanned.
+    """
+    tool_keys = {f'"{tool_key}"' for tool_key, _ in _BLOB_KEYS}
+    if "\\u" not in text and not any(key in text for key in tool_keys):
+        return []
+    return [(start, blob) for start, blob in json_objects(text) if blob_parts(blob)]
+
+
 def blob_parts(blob: dict[str, Any]) -> tuple[str, Any] | None:
     """The tool name and raw input of a JSON action blob, or ``None`` when it is not one."""
     for tool_key, input_key in _BLOB_KEYS:
@@ -162,7 +174,10 @@ def json_value(text: str) -> dict[str, Any] | list[Any] | None:
         return None
     except ValueError:
         pass
-    tidied, closers = _tidy_json(text)
+    tidy = _tidy_json(text)
+    if tidy is None:
+        return None
+    tidied, closers = tidy
     for candidate in (tidied, tidied + closers):
         try:
             return _container(decoder.raw_decode(candidate)[0])
@@ -188,8 +203,12 @@ def _container(value: Any) -> dict[str, Any] | list[Any] | None:
     return None
 
 
-def _tidy_json(text: str) -> tuple[str, str]:
-    """Rewrite nearly valid JSON as JSON; also return the closers a truncated value is missing."""
+def _tidy_json(text: str) -> tuple[str, str] | None:
+    """Rewrite nearly valid JSON as JSON; also return the closers a truncated value is missing.
+
+    Only the first value is rewritten (the decoder ignores what follows it), and ``None`` is
+    returned as soon as it nests more than ``MAX_JSON_DEPTH`` deep: such a value is read as text.
+    """
     out: list[str] = []
     closers: list[str] = []
     quote = ""  # the quote that opened the string we are in; "" outside strings
@@ -225,12 +244,17 @@ def _tidy_json(text: str) -> tuple[str, str]:
         elif char in "{[":
             openers = _TIDY_OPENERS.match(text, index)[0]  # type: ignore[index]
             closers.extend(openers.translate(_CLOSER_OF))
+            if len(closers) > MAX_JSON_DEPTH:
+                return None
             out.append(openers)
             index += len(openers)
             continue
         elif char in "}]":
             if closers and closers[-1] == char:
                 closers.pop()
+                if not closers:  # the first value is complete
+                    out.append(char)
+                    break
             out.append(char)
         elif word := _BARE_WORD.match(text, index):
             out.append(_PYTHON_LITERALS.get(word[0], word[0]))

@@ -70,10 +70,21 @@ class Grammar(NamedTuple):
     label: re.Pattern[str]
     kinds: dict[str, str]
     words: dict[str, str]
-    trailing_observation: re.Pattern[str]
+    observation: str
+    observation_at_end: re.Pattern[str]
+    """An ``Observation`` label (or only its word) that ends the text."""
+    observation_prefix_line: re.Pattern[str]
+    """A last line that holds only the start of the Observation word (``Obs``), at that line's start."""
     colon_runs: tuple[re.Pattern[str], re.Pattern[str]] | None
     """A run long enough to hold a label, up to a colon (within a line, since the last colon): at the
     start of the text, and after a colon or newline."""
+    label_colons: tuple[re.Pattern[str], re.Pattern[str]] | None
+    """The colons a label can end at: after a label word's last letter, a space, a tab, a star or a
+    digit (``None`` when a label word does not start and end with a letter); ASCII colons only (found
+    10x faster), and both kinds."""
+    reversed_label: re.Pattern[str] | None
+    """``label`` read backwards from its colon, on the reversed text: where the label that ends at a
+    colon starts, without searching the text before it."""
 
 
 @lru_cache(maxsize=16)
@@ -111,23 +122,46 @@ def compile_labels(labels: Labels) -> Grammar:
     )
     observation = labels.observation
     prefixes = "|".join(re.escape(observation[:n]) for n in range(len(observation), 2, -1))
-    trailing_observation = re.compile(  # possessive: "[ \t]*" and "\s*" would split a run of spaces n ways
-        rf"(?<!\S){re.escape(observation)}[ \t]*+[:：]?+\s*+\Z|(?im:^[ \t]*+(?:{prefixes})[ \t]*+\Z)"
-    )
+    # Possessive: "[ \t]*" and "\s*" would split a run of spaces n ways.
+    observation_at_end = re.compile(rf"(?<!\S){re.escape(observation)}[ \t]*+[:：]?+\s*+\Z")
+    observation_prefix_line = re.compile(rf"(?im:^[ \t]*+(?:{prefixes})[ \t]*+\Z)")
     exact = {group: " ".join(word.split()) for group, word in words.items()}
     shortest = min(len("".join(word.split())) for word in words.values() if word)
     run = rf"[^:：\n]{{{shortest},}}+(?=[:：])"
-    colon_runs = None  # a label word with a colon in it: look for labels everywhere
+    colon_runs = label_colons = reversed_label = None  # a label word with a colon in it: look everywhere
     if not any(mark in word for word in words.values() for mark in ":：\n"):
         colon_runs = (re.compile(run), re.compile(rf"[:：\n]{run}"))
-    return Grammar(label, kinds, exact, trailing_observation, colon_runs)
+    if colon_runs and all(word[0].isalpha() and word[-1].isalpha() for word in words.values() if word):
+        last_letters = "".join(sorted({re.escape(word[-1]) for word in words.values() if word}))
+        before = rf"[{last_letters} \t*\d]"
+        label_colons = (re.compile(rf":(?<={before}:)", re.I), re.compile(rf"[:：](?<={before}[:：])", re.I))
+        backwards = [
+            r"[ \t]*".join(re.escape(part[::-1]) for part in reversed(word.split()))
+            for _, word in sorted(words.items(), key=lambda item: -len(item[1]))
+            if word
+        ]
+        reversed_label = re.compile(
+            r"[:：][ \t]*\**(?:\d+[ \t]*)?(?:" + "|".join(backwards) + r")(?:\*\*)?", re.I
+        )
+    return Grammar(
+        label,
+        kinds,
+        exact,
+        observation,
+        observation_at_end,
+        observation_prefix_line,
+        colon_runs,
+        label_colons,
+        reversed_label,
+    )
 
 
 # -- Finding the labels ------------------------------------------------------------------------------
-def find_labels(text: str, grammar: Grammar) -> list[Label]:
-    """Every label outside code fences, in order; inside a line only when written exactly."""
+def find_labels(text: str, grammar: Grammar, limit: int | None = None) -> list[Label]:
+    """Every label outside code fences, in order (the first ``limit`` of them); inside a line only
+    when written exactly."""
     masked = mask_fences(text)
-    found = []
+    found: list[Label] = []
     line_begins = 0  # the start of the current match's line
     last_word = -1  # the last character before the current match that is not one of " \t#>-"
     scanned = 0  # line_begins and last_word are up to date for text[:scanned]
@@ -146,18 +180,26 @@ def find_labels(text: str, grammar: Grammar) -> list[Label]:
             continue
         start = line_begins if line_start else match.start()
         found.append(Label(grammar.kinds[group], start, match.end(), line_start))
+        if len(found) == limit:
+            break
     return found
 
 
 def label_matches(masked: str, grammar: Grammar) -> Iterator[re.Match[str]]:
     """What ``grammar.label.finditer(masked)`` finds, looking only where a label can be.
 
-    A label holds no colon and no newline before its own colon, so each one lies in a run that
-    starts after the previous colon or newline and ends at most 3 characters past its colon (a
-    closing ``**``); runs too short for any label word, and text with no colon, are skipped.
+    A label ends at a colon (and at most 2 characters past it, a closing ``**``), and holds no colon
+    and no newline before it. When every label word starts and ends with a letter, only the colons
+    after a letter that ends a word (or a space, tab, star or digit: ``Action 1:``, ``**Action**:``)
+    are looked at, and the label is read backwards from each one on the reversed text, so the time
+    spent on a colon does not grow with the text before it. Otherwise each run that starts after the
+    previous colon or newline and is long enough for a label word is searched.
     """
     if grammar.colon_runs is None:
         yield from grammar.label.finditer(masked)
+        return
+    if grammar.label_colons is not None and grammar.reversed_label is not None:
+        yield from _labels_read_backwards(masked, grammar.label, grammar.label_colons, grammar.reversed_label)
         return
     first_run, next_runs = grammar.colon_runs
     runs = [(0, first.end())] if (first := first_run.match(masked)) else []
@@ -167,3 +209,36 @@ def label_matches(masked: str, grammar: Grammar) -> Iterator[re.Match[str]]:
         if match:
             end = match.end()
             yield match
+
+
+def _labels_read_backwards(
+    masked: str,
+    label: re.Pattern[str],
+    colons: tuple[re.Pattern[str], re.Pattern[str]],
+    backwards: re.Pattern[str],
+) -> Iterator[re.Match[str]]:
+    """The labels ending at ``colons``, each found by reading ``backwards`` from its colon.
+
+    Read backwards, the alternatives of the label words are tried longest first and the optional
+    ``**`` greedily, so the start found is the leftmost one, the one ``finditer`` finds. A label
+    that would start inside the previous one (``**Action:**Input:``) is searched for after it.
+    """
+    reversed_text = ""
+    last = len(masked) - 1
+    end = 0  # where the previous label ended
+    for colon in colons[1 if "：" in masked else 0].finditer(masked):
+        position = colon.start()
+        if position < end:
+            continue
+        reversed_text = reversed_text or masked[::-1]
+        backward = backwards.match(reversed_text, last - position)
+        if backward is None:
+            continue
+        start = last + 1 - backward.end()
+        match = label.match(masked, start, position + 3) if start >= end else None
+        if match is None or match.end() <= position:
+            match = label.search(masked, end, position + 3)
+            if match is None:
+                continue
+        end = match.end()
+        yield match

@@ -27,10 +27,10 @@ from collections.abc import Collection
 from functools import lru_cache
 from importlib import resources
 from string import Template
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from explicit_react.errors import ParseError
-from explicit_react.json_text import blob_parts, json_objects, json_value
+from explicit_react.json_text import action_blobs, blob_parts, json_value
 from explicit_react.labels import (
     ACTION,
     ACTION_INPUT,
@@ -45,7 +45,7 @@ from explicit_react.labels import (
     compile_labels,
     find_labels,
 )
-from explicit_react.scanners import fenced_body, read_tool_input, tool_and_arguments
+from explicit_react.scanners import fenced_body, may_be_call, read_tool_input, tool_and_arguments
 from explicit_react.types import Action, FinalAnswer, ToolInput
 
 __all__ = [
@@ -61,9 +61,12 @@ __all__ = [
 ]
 
 _SPECIAL_TOKEN = re.compile(r"<\|[^|<>\s]{1,64}\|>")
-_WHOLE_REPLY_FENCE = re.compile(
-    r"\A\s*(?P<fence>`{3,})[\w+.-]*[ \t]*\n(?P<body>.*)\n[ \t]*(?P=fence)\s*\Z", re.S
+_WHOLE_REPLY_FENCE = re.compile(  # possessive: a backtracking fence retries every shorter one
+    r"\A\s*+(?P<fence>`{3,}+)[\w+.-]*+[ \t]*+\n(?P<body>.*)\n[ \t]*(?P=fence)\s*\Z", re.S
 )
+MAX_LABELS = 500
+"""A reply is read up to its 500th label: the text from the next label on is dropped (a real reply
+holds a few dozen; each label costs a few microseconds to read)."""
 _NO_TOOL = frozenset({"", "none", "null", "n/a", "nothing"})
 _NO_INPUT = frozenset({"", "none", "null", '""', "''"})
 
@@ -82,7 +85,9 @@ def parse(text: str, *, labels: Labels = DEFAULT_LABELS, tools: Collection[str] 
     text = _clean(text, grammar)
     if not text.strip():
         raise _error("Your reply was empty.", text, labels)
-    found = find_labels(text, grammar)
+    found = find_labels(text, grammar, limit=MAX_LABELS + 1)
+    if len(found) > MAX_LABELS:
+        text, found = text[: found[MAX_LABELS].start], found[:MAX_LABELS]
     text, found = _cut_continuation(text, found, grammar)
 
     action = _first_action(text, found, labels, real)
@@ -104,7 +109,7 @@ def plain_text(text: str, *, labels: Labels = DEFAULT_LABELS) -> str | None:
     """
     grammar = compile_labels(labels)
     text = _clean(text, grammar).strip()
-    return text if text and not find_labels(text, grammar) else None
+    return text if text and not find_labels(text, grammar, limit=1) else None
 
 
 # -- 1. Clean ---------------------------------------------------------------------------------------
@@ -129,10 +134,24 @@ def _cut_continuation(text: str, found: list[Label], grammar: Grammar) -> tuple[
     )
     if cut is not None:
         text = text[:cut]
-    trailing = grammar.trailing_observation.search(text)
-    if trailing and trailing.start() > first_action:
-        text = text[: trailing.start()]
+    trailing = _trailing_observation(text, grammar)
+    if trailing is not None and trailing > first_action:
+        text = text[:trailing]
     return text, [label for label in found if label.end <= len(text)]
+
+
+def _trailing_observation(text: str, grammar: Grammar) -> int | None:
+    """Where an Observation label or word (or the start of the word alone on its line) ends the
+    text, else ``None``. Each pattern is matched once, where it would have to start."""
+    starts = []
+    written = text.rstrip()
+    written = written[:-1] if written.endswith((":", "：")) else written
+    word = len(written.rstrip(" \t")) - len(grammar.observation)
+    if word >= 0 and grammar.observation_at_end.match(text, word):
+        starts.append(word)
+    if prefix := grammar.observation_prefix_line.match(text, text.rfind("\n") + 1):
+        starts.append(prefix.start())
+    return min(starts, default=None)
 
 
 # -- 4. Decide --------------------------------------------------------------------------------------
@@ -159,8 +178,10 @@ def _first_action(text: str, found: list[Label], labels: Labels, real: frozenset
         if label.kind != Kind.ACTION:
             continue
         value_end = found[index + 1].start if index + 1 < len(found) else len(text)
-        tool, call_input, inline_input = tool_and_arguments(text[label.end : value_end])
-        next_step = next_steps[index]
+        value, next_step = text[label.end : value_end], next_steps[index]
+        if next_step is not None and next_step.kind == Kind.ACTION and not may_be_call(value):
+            continue  # another Action follows and this one has no call syntax: no input
+        tool, call_input, inline_input = tool_and_arguments(value)
         if next_step is not None and next_step.kind == Kind.INPUT:
             raw_input = text[next_step.end : _value_end(text, found, next_step)]
             written = call_input if call_input is not None else inline_input
@@ -263,7 +284,7 @@ def _thought(text: str, found: list[Label], decision: int) -> str:
 
 def _json_blob(text: str, labels: Labels, real: frozenset[str]) -> Action | FinalAnswer | None:
     """A JSON action blob anywhere in the text: ``{"action": ..., "action_input": ...}`` and kin."""
-    blobs = [(start, blob) for start, blob in json_objects(text) if blob_parts(blob)]
+    blobs: list[tuple[int, dict[str, Any]]] = action_blobs(text)
     if not blobs:
         body = fenced_body(text.strip())
         value = json_value(body.strip() if body is not None else text.strip())

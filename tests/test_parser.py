@@ -17,11 +17,13 @@ from explicit_react.parser import (
     ACTION,
     ACTION_INPUT,
     FINAL_ANSWER,
+    MAX_LABELS,
     OBSERVATION,
     THOUGHT,
     Labels,
     parse,
 )
+from explicit_react.scanners import MAX_CALL_SYNTAX
 from explicit_react.types import Action, FinalAnswer
 
 # -- Actions: (text, tool, tool_input) ------------------------------------------------------------
@@ -875,3 +877,42 @@ def test_a_json_blob_naming_a_real_none_tool_is_an_action() -> None:
 def test_none_without_such_a_tool_still_names_no_tool() -> None:
     with pytest.raises(ParseError, match="names no tool"):
         parse("Thought: t\nAction: none\nAction Input: x", tools=["search"])
+
+
+# -- Bounds on the work one reply can cost (issue 21) ----------------------------------------------
+def test_a_reply_is_read_up_to_its_label_limit() -> None:
+    thoughts = "Thought: still thinking\n" * (MAX_LABELS - 1)
+    assert parse(thoughts + "Final Answer: 42") == FinalAnswer(
+        "42", "still thinking", thoughts + "Final Answer: 42"
+    )
+    with pytest.raises(ParseError, match="has a Thought but no Action"):  # the answer is label 501
+        parse("Thought: still thinking\n" + thoughts + "Final Answer: 42")
+
+
+def test_call_syntax_too_long_to_read_as_python_is_the_input_as_written() -> None:
+    arguments = ", ".join(f"x{index}={index}" for index in range(MAX_CALL_SYNTAX // 5))
+    assert len(arguments) > MAX_CALL_SYNTAX
+    result = parse(f"Action: search({arguments})")
+    assert isinstance(result, Action) and result.tool_input == arguments
+    shorter = ", ".join(f"x{index}={index}" for index in range(50))
+    result = parse(f"Action: search({shorter})")
+    assert isinstance(result, Action) and result.tool_input == {f"x{index}": index for index in range(50)}
+
+
+def test_a_long_string_in_call_syntax_is_still_read_as_python() -> None:
+    code = "print('a, b = (1, 2)')\n" * 500  # 11 KB of commas and parentheses, all inside the string
+    result = parse(f"Action: python(code={code!r})")
+    assert isinstance(result, Action) and result.tool_input == {"code": code}
+
+
+@pytest.mark.parametrize(("depth", "read"), [(100, True), (101, False), (3000, False)])
+def test_nearly_valid_json_nested_past_the_limit_is_kept_as_text(depth: int, read: bool) -> None:
+    nested = "{'a': " * depth + "1"  # single quotes and no closers: only the repair reads it
+    result = parse(f"Action: search\nAction Input: {nested}")
+    assert isinstance(result, Action)
+    assert isinstance(result.tool_input, dict) if read else result.tool_input == nested
+
+
+def test_a_json_blob_written_with_unicode_escapes_is_found() -> None:
+    result = parse('Thought: t\n{"\\u0061ction": "search", "action_input": "x"} and {"b": 1}')
+    assert isinstance(result, Action) and (result.tool, result.tool_input) == ("search", "x")

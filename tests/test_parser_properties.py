@@ -223,7 +223,12 @@ def test_json_nested_past_the_limit_is_kept_as_text(depth: int) -> None:
 @given(
     soup,
     st.sampled_from(
-        [parser_module.DEFAULT_LABELS, parser_module.Labels(action="Tool", action_input="Tool Input")]
+        [
+            parser_module.DEFAULT_LABELS,
+            parser_module.Labels(action="Tool", action_input="Tool Input"),
+            # a word that does not end with a letter: labels are searched for in colon runs instead
+            parser_module.Labels(action="Action 1)", final_answer="Final Answer!"),
+        ]
     ),
 )
 def test_labels_found_in_colon_runs_are_those_a_full_scan_finds(
@@ -232,3 +237,21 @@ def test_labels_found_in_colon_runs_are_those_a_full_scan_finds(
     grammar = labels_module.compile_labels(labels)
     found = [match.span() for match in labels_module.label_matches(text, grammar)]
     assert found == [match.span() for match in grammar.label.finditer(text)]
+
+
+TRAILING_OBSERVATION = re.compile(  # what _cut_continuation searched the whole text for, before
+    r"(?<!\S)Observation[ \t]*+[:：]?+\s*+\Z"
+    r"|(?im:^[ \t]*+(?:Observation|Observatio|Observati|Observat|Observa|Observ|Obser|Obse|Obs)[ \t]*+\Z)"
+)
+observation_soup = st.lists(
+    st.sampled_from(
+        ["Observation", "observation", "Obs", "OBSERV", ":", "：", " ", "\t", "\n", "x", "\u3000"]
+    )
+).map("".join)
+
+
+@given(observation_soup)
+def test_a_trailing_observation_is_found_where_a_search_of_the_whole_text_finds_it(text: str) -> None:
+    match = TRAILING_OBSERVATION.search(text)
+    grammar = labels_module.compile_labels(parser_module.DEFAULT_LABELS)
+    assert parser_module._trailing_observation(text, grammar) == (match.start() if match else None)
