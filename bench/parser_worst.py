@@ -24,7 +24,7 @@ from itertools import cycle, islice, pairwise
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import RESULTS, table, write_json
+from _common import RESULTS, load_average, table, write_json
 
 from explicit_react.errors import ParseError
 from explicit_react.llm import cut_invented_observation
@@ -155,6 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     sizes = QUICK_SIZES if args.quick else tuple(int(size) for size in args.sizes.split(","))
     repeats = 1 if args.quick else args.repeats
     results = {}
+    load_before = load_average()
     for family, build in families().items():
         times = [seconds(family, build(size), repeats) for size in sizes]
         steps = growth(times)
@@ -195,6 +196,7 @@ def main(argv: list[str] | None = None) -> int:
             "linear_growth": LINEAR_GROWTH,
             "results": results,
             "summary": summary,
+            "load_average": {"before": load_before, "after": load_average()},
         },
     )
     return 0

@@ -122,6 +122,9 @@ def _clean(text: str, grammar: Grammar) -> str:
     return text
 
 
+# -- 2. Find the labels: ``labels.find_labels`` -----------------------------------------------------
+
+
 # -- 3. Cut the hallucinated continuation -----------------------------------------------------------
 def _cut_continuation(text: str, found: list[Label], grammar: Grammar) -> tuple[str, list[Label]]:
     """Drop everything from the first model-written Observation that follows an Action."""
