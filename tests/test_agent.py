@@ -13,7 +13,7 @@ from langchain_core.runnables import RunnableLambda
 from langchain_core.tools import StructuredTool, ToolException, tool
 from rich.console import Console
 
-from explicit_react import AgentResult, ConfigurationError, ExplicitReActAgent, Step, StopReason
+from explicit_react import AgentResult, ConfigurationError, ExplicitReActAgent, Step, StopReason, drivers
 from explicit_react.display import TracePrinter
 from explicit_react.errors import ModelCallError
 from explicit_react.testing import ScriptedChatModel, ScriptExhausted
@@ -448,6 +448,26 @@ def test_async_runs_report_each_call_once_under_its_own_run() -> None:
         assert len(calls) == 7
         assert all(parent == root for _, parent in calls)
         assert len({run for run, _ in calls}) == 7  # a run id per call
+
+
+def test_an_async_run_with_a_handler_sends_it_every_agent_event() -> None:
+    """Events go only where a handler hears them (``drivers.heard``); with one, async runs send all."""
+    recorder = EventRecorder()
+    asyncio.run(france_agent()[0].ainvoke(QUESTION, config={"callbacks": [recorder]}))
+    names = recorder.names
+    assert names[0] == "chain_start" and names[-2:] == ["agent_finish", "chain_end"]
+    assert names.count("agent_action") == 3
+
+
+@pytest.mark.parametrize("handlers", [[], [EventRecorder()]])
+def test_a_run_manager_is_heard_only_with_a_handler(handlers: list[EventRecorder]) -> None:
+    from langchain_core.callbacks import AsyncCallbackManager, CallbackManager
+
+    sync = CallbackManager.configure(handlers).on_chain_start(None, {"input": "q"})
+    assert drivers.heard(sync) is bool(handlers)
+    manager = asyncio.run(AsyncCallbackManager.configure(handlers).on_chain_start(None, {"input": "q"}))
+    assert drivers.heard(manager) is bool(handlers)
+    assert drivers.heard(None) is False
 
 
 def test_verbose_trace_prints_turn_counters() -> None:
