@@ -3,6 +3,7 @@
     python bench/local_runtime.py speed [--model qwen] [--runs 3]   # prompt and generation tokens/s
     python bench/local_runtime.py check [--model qwen]              # the build check: first and cached
     python bench/local_runtime.py reuse [--model qwen] [--questions 3]
+    python bench/local_runtime.py batches [--model qwen] [--runs 3]  # prompt speed per n_batch
 
 ``speed`` measures the llama-cpp-python installed in *this* interpreter; run it once in an environment
 with the portable build (the README's) and once with a native one (``pip install --no-cache-dir
@@ -12,7 +13,10 @@ feature string is recorded with the figures.
 ``reuse`` runs a few agent questions on the real model, keeps every prompt's tokens, and counts the
 prompt tokens llama.cpp must read under three cache policies: no reuse, reuse cut to whole ``n_batch``
 blocks (what ``explicit_react.llama.ChatLlama`` does, so replies do not depend on what was read
-before), and llama-cpp-python's own longest-prefix reuse. Token counts do not depend on the machine's
+before; counted for several block sizes), and llama-cpp-python's own longest-prefix reuse.
+
+``batches`` reads one ~1,000-token prompt with each ``n_batch`` in turn, ``--runs`` rounds
+interleaved: the block size trades prompt speed against how much of a shared prefix can be reused. Token counts do not depend on the machine's
 load; seconds are those counts at the measured prompt speed.
 """
 
@@ -41,7 +45,8 @@ def _llama(model: str, **options: Any) -> Any:
 
     from explicit_react.models import ensure_local_model
 
-    return llama_cpp.Llama(str(ensure_local_model(model)), n_ctx=2048, n_batch=512, verbose=False, **options)
+    settings = {"n_ctx": 2048, "n_batch": 512, "verbose": False, **options}
+    return llama_cpp.Llama(str(ensure_local_model(model)), **settings)
 
 
 def speed(args: argparse.Namespace) -> dict[str, Any]:
@@ -71,6 +76,27 @@ def speed(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+BLOCKS = (32, 64, 128, 256, 512)
+
+
+def batches(args: argparse.Namespace) -> dict[str, Any]:
+    models = {block: _llama(args.model, n_threads=2, n_batch=block) for block in BLOCKS}
+    tokens = models[512].tokenize((PROMPT * 5).encode())[:1000]
+    rates: dict[int, list[float]] = {block: [] for block in BLOCKS}
+    for _ in range(args.runs):
+        for block, llama in models.items():
+            llama.reset()
+            started = time.perf_counter()
+            llama.eval(tokens)
+            rates[block].append(len(tokens) / (time.perf_counter() - started))
+    return {
+        "prompt_tokens": len(tokens),
+        "runs": args.runs,
+        "prompt_tokens_per_s": {str(b): round(statistics.median(r), 1) for b, r in rates.items()},
+        "all_rates": {str(b): [round(x, 1) for x in r] for b, r in rates.items()},
+    }
+
+
 def check(args: argparse.Namespace) -> dict[str, Any]:
     from explicit_react.buildcheck import check_llama_build
     from explicit_react.models import ensure_local_model
@@ -94,7 +120,7 @@ def reuse(args: argparse.Namespace) -> dict[str, Any]:
     from explicit_react.models import load_model
     from explicit_react.tools import KnowledgeBaseTool, calculator
 
-    model: Any = load_model(f"local:{args.model}")
+    model: Any = load_model(f"local:{args.model}", prompt_state_dir=None)
     prompts: list[list[int]] = []
     generate = model.client.generate
 
@@ -122,6 +148,7 @@ def reuse(args: argparse.Namespace) -> dict[str, Any]:
     elapsed = time.perf_counter() - started
     block = model.client.n_batch
     read = {"no_reuse": 0, "aligned_blocks": 0, "longest_prefix": 0}
+    by_block = dict.fromkeys(BLOCKS, 0)
     previous: list[int] = []
     for prompt in prompts:
         shared = next((i for i, (a, b) in enumerate(zip(previous, prompt, strict=False)) if a != b), None)
@@ -129,26 +156,29 @@ def reuse(args: argparse.Namespace) -> dict[str, Any]:
         read["no_reuse"] += len(prompt)
         read["aligned_blocks"] += len(prompt) - aligned_reuse(previous, prompt, block)
         read["longest_prefix"] += len(prompt) - min(longest, len(prompt) - 1)
+        for size in BLOCKS:
+            by_block[size] += len(prompt) - aligned_reuse(previous, prompt, size)
         previous = prompt
     return {
         "questions": len(questions),
         "model_calls": len(prompts),
         "n_batch": block,
         "prompt_tokens_read": read,
+        "prompt_tokens_read_by_block": {str(size): n for size, n in by_block.items()},
         "run_seconds": round(elapsed, 1),
     }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("part", choices=["speed", "check", "reuse"])
+    parser.add_argument("part", choices=["speed", "check", "reuse", "batches"])
     parser.add_argument("--model", default="qwen", choices=["qwen", "gemma"])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--generate", type=int, default=64)
     parser.add_argument("--questions", type=int, default=3)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    figures = {"speed": speed, "check": check, "reuse": reuse}[args.part](args)
+    figures = {"speed": speed, "check": check, "reuse": reuse, "batches": batches}[args.part](args)
     report = {"part": args.part, "model": args.model, **figures}
     print(report)
     write_json(args.out or RESULTS / f"local_runtime_{args.part}.json", report)

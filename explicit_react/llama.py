@@ -21,10 +21,14 @@ Importing this module imports llama_cpp; ``explicit_react.models`` imports it on
 from __future__ import annotations
 
 import ctypes
+import hashlib
+import json
 import logging
+import os
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
+from pathlib import Path
 from typing import Any, cast
 
 import llama_cpp
@@ -71,19 +75,73 @@ def aligned_reuse(previous_prompt: Sequence[int], prompt: Sequence[int], block: 
 
 
 class _AlignedLlama(llama_cpp.Llama):
-    """``llama_cpp.Llama`` whose prompt-cache reuse follows ``aligned_reuse``."""
+    """``llama_cpp.Llama`` whose prompt-cache reuse follows ``aligned_reuse``.
+
+    With ``state_file`` set, the first prompt this object reads may start from a state an earlier
+    process saved there, and this object then saves the blocks that prompt shares with it (or, the
+    first time, its own whole blocks): the system prompt and tool list, the same for every question,
+    are read once per model file and settings, not once per process.
+    """
 
     _last_prompt: list[int]
+    state_file: Path | None = None
+    reused: int = 0
+    """Prompt tokens of the last call taken from the cache rather than read."""
 
-    def generate(self, tokens: Sequence[int], *args: Any, **kwargs: Any) -> Any:
+    def generate(
+        self, tokens: Sequence[int], *args: Any, **kwargs: Any
+    ) -> Generator[int, Sequence[int] | None, None]:
         tokens = list(tokens)
+        save = 0
         if kwargs.get("reset", True):
+            first = not hasattr(self, "_last_prompt")
+            saved = self._restore_state() if first and self.state_file is not None else []
             # What is still cached of the last prompt (none after reset()), cut to whole blocks;
             # Llama.generate then reuses exactly the first n_tokens cached tokens, which match `tokens`.
-            cached = getattr(self, "_last_prompt", [])[: self.n_tokens]
-            self.n_tokens = aligned_reuse(cached, tokens, self.n_batch)
+            cached = getattr(self, "_last_prompt", saved)[: self.n_tokens]
+            self.n_tokens = self.reused = aligned_reuse(cached, tokens, self.n_batch)
             self._last_prompt = tokens
-        return super().generate(tokens, *args, **kwargs)
+            if first and self.state_file is not None and (not saved or self.reused < len(saved)):
+                # Keep what this prompt shares with the saved one (the part every question starts
+                # with), or, with nothing shared or saved, this prompt's own whole blocks.
+                save = self.reused or aligned_reuse(tokens, tokens, self.n_batch)
+        try:
+            yield from super().generate(tokens, *args, **kwargs)
+        finally:
+            if save:
+                self._save_state(tokens[:save])
+
+    def _restore_state(self) -> list[int]:
+        """Load the saved state, if any: the tokens it holds (their cache is now this object's)."""
+        assert self.state_file is not None
+        if not self.state_file.is_file():
+            return []
+        capacity = self.n_ctx()
+        tokens = (llama_cpp.llama_token * capacity)()
+        count = ctypes.c_size_t(0)
+        loaded = llama_cpp.llama_state_load_file(
+            self._ctx.ctx, str(self.state_file).encode(), tokens, capacity, ctypes.byref(count)
+        )
+        if not loaded:  # another build's or a damaged file: read the prompt as if there were none
+            logger.debug("could not load the prompt state %s", self.state_file)
+            self.reset()
+            return []
+        saved = list(tokens[: count.value])
+        self.input_ids[: len(saved)] = saved
+        self.n_tokens = len(saved)
+        self._requires_eval = True
+        return saved
+
+    def _save_state(self, tokens: list[int]) -> None:
+        """Save the context's state with ``tokens`` as what it holds; written whole or not at all."""
+        assert self.state_file is not None
+        self.state_file.parent.mkdir(parents=True, exist_ok=True)
+        partial = self.state_file.with_name(f"{self.state_file.name}.{os.getpid()}.tmp")
+        array = (llama_cpp.llama_token * len(tokens))(*tokens)
+        if llama_cpp.llama_state_save_file(self._ctx.ctx, str(partial).encode(), array, len(tokens)):
+            os.replace(partial, self.state_file)
+        else:
+            partial.unlink(missing_ok=True)
 
 
 _LLAMA_ARGUMENTS = ("n_ctx", "n_threads", "n_batch", "seed", "verbose")
@@ -116,6 +174,10 @@ class ChatLlama(BaseChatModel):
     """``invoke`` streams internally when True (``stream()`` always streams)."""
     verbose: bool = False
     """Print llama.cpp's own log lines on stderr."""
+    prompt_state_dir: str | None = None
+    """A folder where the model keeps the state of the prompt start it read (the system prompt and
+    tools), so that a new process does not read it again; one file per model file, llama.cpp build,
+    CPU and settings. ``None``: nothing is kept between processes."""
     model_kwargs: dict[str, Any] = Field(default_factory=dict)
     client: Any = None
     """The ``llama_cpp.Llama`` object; built from the fields above when not given."""
@@ -129,6 +191,25 @@ class ChatLlama(BaseChatModel):
         if self.client is None:
             settings = {name: getattr(self, name) for name in _LLAMA_ARGUMENTS}
             self.client = _AlignedLlama(model_path=self.model_path, **settings, **self.model_kwargs)
+            if self.prompt_state_dir is not None:
+                self.client.state_file = self._state_file(Path(self.prompt_state_dir), settings)
+
+    def _state_file(self, folder: Path, settings: dict[str, Any]) -> Path:
+        """The prompt-state file for this model file, llama.cpp build, CPU and context settings: a
+        state is only ever loaded by the build and settings that computed it."""
+        from explicit_react.buildcheck import build_identity
+
+        identity = {
+            **build_identity(Path(self.model_path)),
+            "settings": {k: v for k, v in settings.items() if k not in ("verbose", "n_threads")},
+            # Scalar llama.cpp options (flash_attn, type_k, rope...) change the numbers; a chat
+            # handler only changes which tokens are read, and the file names its tokens.
+            "model_kwargs": {
+                k: v for k, v in self.model_kwargs.items() if isinstance(v, str | int | float | bool)
+            },
+        }
+        key = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:32]
+        return folder / f"{key}.state"
 
     @property
     def _llm_type(self) -> str:
@@ -168,7 +249,7 @@ class ChatLlama(BaseChatModel):
         choice = response["choices"][0]
         message = AIMessage(
             content=choice["message"].get("content") or "",
-            usage_metadata=_usage(response.get("usage") or {}),
+            usage_metadata=_usage(response.get("usage") or {}, cached=getattr(self.client, "reused", 0)),
             response_metadata={"finish_reason": choice.get("finish_reason")},
         )
         return ChatResult(generations=[ChatGeneration(message=message)])
@@ -198,14 +279,16 @@ def _as_llama_message(message: BaseMessage) -> dict[str, str]:
     return {"role": role, "content": message_text(message.content)}
 
 
-def _usage(usage: dict[str, Any]) -> UsageMetadata | None:
+def _usage(usage: dict[str, Any], cached: int = 0) -> UsageMetadata | None:
+    """LangChain's usage record; ``input_token_details["cache_read"]`` counts the prompt tokens taken
+    from the cache, so ``input_tokens - cache_read`` is what the model actually read."""
     if not usage:
         return None
-    return cast(
-        UsageMetadata,
-        {
-            "input_tokens": int(usage.get("prompt_tokens", 0)),
-            "output_tokens": int(usage.get("completion_tokens", 0)),
-            "total_tokens": int(usage.get("total_tokens", 0)),
-        },
-    )
+    record: dict[str, Any] = {
+        "input_tokens": int(usage.get("prompt_tokens", 0)),
+        "output_tokens": int(usage.get("completion_tokens", 0)),
+        "total_tokens": int(usage.get("total_tokens", 0)),
+    }
+    if cached:
+        record["input_token_details"] = {"cache_read": cached}
+    return cast(UsageMetadata, record)

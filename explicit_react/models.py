@@ -364,7 +364,9 @@ def load_gguf(path: str | Path, *, check_build: bool = True, **options: Any) -> 
     file's template, for files that carry none (llama.cpp then falls back to Llama 2's format).
     ``check_build`` first checks, once per llama.cpp build, CPU and file, that llama.cpp can generate
     here (``explicit_react.buildcheck``): a build made for another CPU is a ``ConfigurationError``
-    with the command that installs a portable one, not a crash.
+    with the command that installs a portable one, not a crash. ``prompt_state_dir`` (default: the
+    cache folder's ``prompt-states``) keeps the start of the prompt read, so the next process does
+    not read the system prompt again; ``None`` turns that off.
     """
     _require_local_extra()
     file = Path(path).expanduser()
@@ -374,7 +376,12 @@ def load_gguf(path: str | Path, *, check_build: bool = True, **options: Any) -> 
         from explicit_react.buildcheck import check_llama_build
 
         check_llama_build(file)
-    settings = {**LLAMA_CPP_DEFAULTS, "n_threads": os.cpu_count() or 1, **options}
+    settings = {
+        **LLAMA_CPP_DEFAULTS,
+        "n_threads": os.cpu_count() or 1,
+        "prompt_state_dir": str(cache_dir() / "prompt-states"),
+        **options,
+    }
     llama_options = {key: settings.pop(key) for key in ("chat_format", "chat_handler") if key in settings}
     settings["model_kwargs"] = {**llama_options, **settings.get("model_kwargs", {})}
     try:

@@ -110,6 +110,30 @@ def test_the_cache_is_really_reused_between_calls_that_share_a_prefix() -> None:
     assert first[:reused] == second[:reused]
 
 
+def test_a_new_model_object_starts_from_the_saved_prompt_state(tmp_path: Any) -> None:
+    """What a second ``explicit-react`` process gets: the system prompt's blocks come from the state
+    file the first one saved, and the reply is the one a model with no saved state gives."""
+    from langchain_core.messages import HumanMessage, SystemMessage
+
+    system = SystemMessage("You answer questions about numbers. " * 6)
+    settings: dict[str, Any] = {"n_ctx": N_CTX, "max_tokens": 16, "n_batch": 16}
+    first = models.load_model("local:gemma", prompt_state_dir=str(tmp_path), **settings)
+    first.invoke([system, HumanMessage("What is 2 + 2?")])
+    (saved,) = tmp_path.glob("*.state")
+
+    question = [system, HumanMessage("What is 3 + 5?")]
+    reply = models.load_model("local:gemma", prompt_state_dir=str(tmp_path), **settings).invoke(question)
+    unsaved = models.load_model("local:gemma", prompt_state_dir=None, **settings).invoke(question)
+    assert reply.usage_metadata["input_token_details"]["cache_read"] >= 32  # type: ignore[index]
+    assert "input_token_details" not in unsaved.usage_metadata  # type: ignore[operator]
+    assert reply.content == unsaved.content
+
+    saved.write_bytes(b"not a llama.cpp state")  # a damaged file is read as no file
+    damaged = models.load_model("local:gemma", prompt_state_dir=str(tmp_path), **settings).invoke(question)
+    assert damaged.content == unsaved.content
+    assert "input_token_details" not in damaged.usage_metadata  # type: ignore[operator]
+
+
 def test_stop_sequence_is_honoured_in_invoke_and_stream(gemma: BaseChatModel) -> None:
     free = str(gemma.invoke(TRANSCRIPT).content)
     if STOP not in free:

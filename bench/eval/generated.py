@@ -135,7 +135,7 @@ def run_minimal_loop(model: Any, tools: list[BaseTool], question: str, max_itera
         "steps": len(result["steps"]),
         "limit_reached": result["stop_reason"] == "max_iterations",
         "llm_calls": usage.calls,
-        "tokens": {"input": usage.input_tokens, "output": usage.output_tokens},
+        "tokens": {"input": usage.input_tokens, "output": usage.output_tokens, "cached": usage.cached_tokens},
         "trace": [
             {**step, "observation": step["observation"][:OBSERVATION_CHARS]} for step in result["steps"]
         ],
@@ -181,6 +181,9 @@ def summarise(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "limit_reached": sum(r["limit_reached"] for r in records),
         "mean_prompt_tokens": mean([r["tokens"]["input"] for r in records], 0),
         "mean_generated_tokens": mean([r["tokens"]["output"] for r in records]),
+        "mean_prompt_tokens_read": mean(
+            [r["tokens"]["input"] - r["tokens"].get("cached", 0) for r in records], 0
+        ),
         "mean_seconds": mean([r["seconds"] for r in records]),
         "mean_llm_calls": mean([r["llm_calls"] for r in records], 2),
         "mean_tool_calls": mean([r["tool_calls"] for r in records], 2),

@@ -109,6 +109,8 @@ class UsageCounter(BaseCallbackHandler):
         self.calls = 0
         self.input_tokens = 0
         self.output_tokens = 0
+        self.cached_tokens = 0
+        """Prompt tokens taken from the model's cache (``input_token_details["cache_read"]``)."""
         self.last_reply = ""
 
     def on_llm_end(self, response: LLMResult, **kwargs: Any) -> None:
@@ -119,6 +121,7 @@ class UsageCounter(BaseCallbackHandler):
                 usage = getattr(message, "usage_metadata", None) or {}
                 self.input_tokens += int(usage.get("input_tokens", 0))
                 self.output_tokens += int(usage.get("output_tokens", 0))
+                self.cached_tokens += int((usage.get("input_token_details") or {}).get("cache_read", 0))
                 self.last_reply = generation.text
 
 
@@ -186,7 +189,7 @@ def run_explicit(
         "loop_stopped": result.stop_reason.value == "loop_detected",
         "limit_reached": not result.success,
         "llm_calls": usage.calls,
-        "tokens": {"input": usage.input_tokens, "output": usage.output_tokens},
+        "tokens": {"input": usage.input_tokens, "output": usage.output_tokens, "cached": usage.cached_tokens},
         "trace": [
             {
                 "log": s.log,
@@ -235,7 +238,7 @@ def run_classic(
         "loop_stopped": False,  # the classic executor has no loop detection
         "limit_reached": answer == CLASSIC_STOPPED,
         "llm_calls": usage.calls,
-        "tokens": {"input": usage.input_tokens, "output": usage.output_tokens},
+        "tokens": {"input": usage.input_tokens, "output": usage.output_tokens, "cached": usage.cached_tokens},
         "trace": [
             {
                 "log": action.log,
