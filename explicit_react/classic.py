@@ -9,7 +9,7 @@ part of the same machine, so ``invoke``/``ainvoke`` and ``stream``/``astream`` o
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal, Union
@@ -26,9 +26,10 @@ from langchain_core.callbacks import (
 )
 from langchain_core.exceptions import OutputParserException
 from langchain_core.outputs import RunInfo
-from langchain_core.runnables import RunnableConfig, ensure_config
+from langchain_core.runnables import Runnable, RunnableConfig, ensure_config
 from langchain_core.runnables.utils import AddableDict
 from langchain_core.tools import BaseTool
+from langchain_core.utils.input import get_color_mapping
 
 from explicit_react.classic_agent import decision, plan_request
 from explicit_react.classic_chain import RUN_KEY, classic_invalid_tool_text
@@ -63,10 +64,14 @@ class _EchoTool(BaseTool):
         return query
 
 
-def _echo(name: str, text: str, callbacks: Any) -> Call:
-    """A request to run the echo tool ``name`` on ``text`` (so callbacks see a tool run)."""
+def _echo(name: str, text: str, callbacks: Any, shown: dict[str, Any]) -> Call:
+    """A request to run the echo tool ``name`` on ``text`` (so callbacks see a tool run); ``shown``
+    are the display arguments (``verbose``, ``color``, prefixes) the classic passes its run."""
     tool = _EchoTool(name=name)
-    return Call(partial(tool.run, text, callbacks=callbacks), partial(tool.arun, text, callbacks=callbacks))
+    return Call(
+        partial(tool.run, text, callbacks=callbacks, **shown),
+        partial(tool.arun, text, callbacks=callbacks, **shown),
+    )
 
 
 @dataclass(frozen=True)
@@ -85,6 +90,8 @@ class _Run:
     inputs: dict[str, Any]
     manager: CallbackManagerForChainRun | AsyncCallbackManagerForChainRun
     guard: RunGuard
+    colors: dict[str, str] = field(default_factory=dict)
+    """A colour per tool name, for verbose output (the classic's ``get_color_mapping``)."""
     steps: Steps = field(default_factory=list)
     iterations: int = 0
     finish: AgentFinish | None = None
@@ -99,6 +106,7 @@ class ClassicLoop:
     """The classic executor's decisions; ``AgentExecutor`` supplies the options below."""
 
     agent: Any
+    tools: Sequence[BaseTool]
     _executor: ToolExecutor
     max_iterations: int | None
     max_execution_time: float | None
@@ -158,6 +166,7 @@ class ClassicLoop:
         # Only the deadline and loop detection of the guard are used: iterations are counted here,
         # the classic way (a parse error is an iteration too, ``max_iterations=None`` is no limit).
         run = _Run(inputs, manager, RunGuard(Budget(max_seconds=self.max_execution_time)))
+        run.colors = get_color_mapping([t.name for t in self.tools], excluded_colors=["green", "red"])
         try:
             yield from self._loop(run, output)
             assert run.finish is not None
@@ -288,7 +297,8 @@ class ClassicLoop:
     def _parse_error(self, exc: OutputParserException, run: _Run) -> Machine[_Acted]:
         action = self._parse_error_action(exc)
         yield Notify((run.manager,), "on_agent_action", (action,), {"color": "green"})
-        observation = yield _echo("_Exception", action.tool_input, run.callbacks)  # type: ignore[arg-type]
+        shown = self._shown(None)
+        observation = yield _echo("_Exception", action.tool_input, run.callbacks, shown)  # type: ignore[arg-type]
         return _Acted(AgentStep(action=action, observation=observation))
 
     def _unknown_verdict(self, action: AgentAction, run: _Run) -> Verdict:
@@ -308,16 +318,45 @@ class ClassicLoop:
         if tool is None:
             unknown = self._unknown_verdict(action, run)
             if unknown.error != "unknown_tool":  # a repeat: answered from the guard, no tool event
+                yield from self._show(run, unknown.observation, self._shown(None))
                 return _Acted(AgentStep(action=action, observation=unknown.observation), stop=unknown.stop)
-            observation = yield _echo("invalid_tool", unknown.observation, run.callbacks)
+            observation = yield _echo("invalid_tool", unknown.observation, run.callbacks, self._shown(None))
             return _Acted(AgentStep(action=action, observation=observation))
+        shown = self._shown(run.colors.get(tool), direct=self._executor.tools[tool].return_direct)
         verdict = run.guard.check(tool, action.tool_input) if self.detect_loops else ALLOW
         if not verdict.run:
+            yield from self._show(run, verdict.observation, shown)
             return _Acted(AgentStep(action=action, observation=verdict.observation), stop=verdict.stop)
         outcome = yield from self._executor.calls(
-            tool, action.tool_input, callbacks=run.callbacks, deadline=run.guard.deadline
+            tool, action.tool_input, callbacks=run.callbacks, deadline=run.guard.deadline, run_kwargs=shown
         )
-        return self._ran(action, tool, outcome, run)
+        acted = self._ran(action, tool, outcome, run)
+        if outcome.output is None and outcome.error is not None:  # no on_tool_end showed it
+            yield from self._show(run, acted.step.observation, shown)
+        return acted
+
+    def _shown(self, color: str | None, direct: bool = False) -> dict[str, Any]:
+        """The display arguments the classic passes a tool's run: ``verbose``, the tool's colour, and a
+        classic agent object's ``tool_run_logging_kwargs`` (``observation_prefix``, ``llm_prefix``;
+        none for a runnable agent), with no ``llm_prefix`` text after a return_direct tool."""
+        logging = {} if isinstance(self.agent, Runnable) else self.agent.tool_run_logging_kwargs()
+        if direct:
+            logging["llm_prefix"] = ""
+        return {"verbose": self.verbose, "color": color, **logging}
+
+    @staticmethod
+    def _show(run: _Run, observation: Any, shown: dict[str, Any]) -> Machine[None]:
+        """An observation no tool run reported (a refused repeat, a tool that failed or was refused):
+        sent as ``on_text`` so verbose output shows it the way ``on_tool_end`` shows the others."""
+        prefix, suffix = shown.get("observation_prefix"), shown.get("llm_prefix")
+        text = (
+            ("" if prefix is None else f"\n{prefix}")
+            + str(observation)
+            + ("" if suffix is None else f"\n{suffix}")
+        )
+        yield Notify(
+            (run.manager,), "on_text", (text,), {"color": shown["color"], "verbose": shown["verbose"]}
+        )
 
     def _ran(self, action: AgentAction, tool: str, outcome: ToolOutcome, run: _Run) -> _Acted:
         """The step for a tool that ran: its raw return value, or our ``Error:`` text when it failed."""

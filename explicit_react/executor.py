@@ -7,7 +7,7 @@ import asyncio
 import dataclasses
 import difflib
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -205,9 +205,12 @@ class ToolExecutor:
         callbacks: Callbacks = None,
         timeout: float | None = None,
         deadline: Deadline | None = None,
+        run_kwargs: Mapping[str, Any] | None = None,
     ) -> Machine[ToolOutcome]:
         """Run tool ``name`` as a step machine; the outcome's observation says what happened.
 
+        ``run_kwargs`` go to the tool's ``run``/``arun`` (the compat executor's ``verbose``, ``color``
+        and the agent's ``observation_prefix``/``llm_prefix``, which reach ``on_tool_end``).
         Raises only ``DeadlineExceeded``, when the run's own deadline (not ``timeout``) cut the call.
         """
         try:
@@ -220,13 +223,14 @@ class ToolExecutor:
             return refused  # type: ignore[return-value]
         limit, binding = deadline.timeout_for(timeout) if deadline else (timeout, False)
         started = time.monotonic()
+        extra = dict(run_kwargs or {})
         native = (
-            partial(t.arun, fitted, callbacks=callbacks, tool_call_id=_call_id(t))
+            partial(t.arun, fitted, callbacks=callbacks, tool_call_id=_call_id(t), **extra)
             if _has_native_async(t)
             else None
         )
         try:
-            output = yield Call(partial(_run_sync, t, fitted, callbacks), native, limit)
+            output = yield Call(partial(_run_sync, t, fitted, callbacks, extra), native, limit)
         except TimeoutError as exc:
             if binding:
                 raise DeadlineExceeded(f"time ran out while tool {t.name!r} was running") from exc
@@ -271,10 +275,12 @@ def _has_native_async(t: BaseTool) -> bool:
     return type(t)._arun is not BaseTool._arun
 
 
-def _run_sync(t: BaseTool, tool_input: Any, callbacks: Callbacks) -> Any:
+def _run_sync(t: BaseTool, tool_input: Any, callbacks: Callbacks, extra: dict[str, Any]) -> Any:
     if isinstance(t, (StructuredTool, Tool)) and t.func is None and t.coroutine is not None:
-        return asyncio.run(t.arun(tool_input, callbacks=callbacks, tool_call_id=_call_id(t)))  # async-only
-    return t.run(tool_input, callbacks=callbacks, tool_call_id=_call_id(t))
+        return asyncio.run(
+            t.arun(tool_input, callbacks=callbacks, tool_call_id=_call_id(t), **extra)
+        )  # async-only
+    return t.run(tool_input, callbacks=callbacks, tool_call_id=_call_id(t), **extra)
 
 
 def _has_artifact(t: BaseTool) -> bool:

@@ -298,6 +298,82 @@ def test_parse_error_without_handling_raises_like_classic() -> None:
     )
 
 
+VERBOSE_SCRIPT = [
+    act("search", "population of France"),
+    act("nosuchtool", "x"),
+    act("lookup_final", "q"),
+]
+
+
+def printed(run: Callable[[], Any], capsys: pytest.CaptureFixture[str]) -> str:
+    capsys.readouterr()
+    run()
+    return capsys.readouterr().out
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_verbose_prints_what_classic_prints(mode: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Actions in green, each observation in its tool's colour (none for an unknown tool), the finish.
+
+    Compared with the classic's sync run: its async run colours a fourth tool red and skips the
+    action of a parse error, which ours does not copy (docs/migration.md)."""
+    options: dict[str, Any] = {"verbose": True}
+    (theirs, _), (mine, _) = (
+        classic(VERBOSE_SCRIPT, **options),
+        ours(VERBOSE_SCRIPT, classic_unknown_tool=True, **options),
+    )
+    expected = printed(lambda: theirs.invoke({"input": "France?"}), capsys)
+    if mode == "sync":
+        got = printed(lambda: mine.invoke({"input": "France?"}), capsys)
+    else:
+        got = printed(lambda: asyncio.run(mine.ainvoke({"input": "France?"})), capsys)
+    assert got == expected
+    assert "\x1b[36;1m\x1b[1;3m68000000\x1b[0m" in got  # search's colour
+    assert "try one of [search, echo, subtract, lookup_final].\x1b[32;1m" in got  # uncoloured, then an action
+
+
+def test_verbose_prints_a_classic_agents_prefixes_like_classic(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A classic agent object (``initialize_agent``'s ZeroShotAgent) adds its observation and LLM prefixes."""
+    from langchain_classic.agents import AgentType, initialize_agent
+    from langchain_classic.agents import initialize as classic_initialize
+
+    tools = [search, echo, lookup_final]
+    script = [act("search", "population of France"), act("lookup_final", "q")]
+
+    def run() -> None:
+        executor = initialize_agent(
+            tools, ScriptedChatModel(script), agent=AgentType.ZERO_SHOT_REACT_DESCRIPTION, verbose=True
+        )
+        executor.invoke({"input": "France?"})
+
+    expected = printed(run, capsys)
+    monkeypatch.setattr(classic_initialize, "AgentExecutor", AgentExecutor)
+    got = printed(run, capsys)
+    assert got == expected
+    assert "\nObservation: \x1b[36;1m\x1b[1;3m68000000\x1b[0m\nThought:" in got
+    assert (
+        "\nObservation: \x1b[38;5;200m\x1b[1;3mdirect: q\x1b[0m\n\x1b[32;1m" in got
+    )  # return_direct: no "Thought:"
+
+
+def test_verbose_prints_observations_no_tool_run_reported(capsys: pytest.CaptureFixture[str]) -> None:
+    """A tool that raised and a repeated call refused by loop detection: the classic has neither
+    (it raises; it runs the repeat), ours shows their observations the same way, in the tool's colour.
+    A parse error's observation is printed after its text, uncoloured, as in the classic."""
+    script = [act("broken", "x"), act("search", "area of France"), act("search", "area of France")]
+    script += ["Thought: not sure.", answer("ok")]
+    mine, _ = ours(script, tools=[broken, search], verbose=True, handle_parsing_errors="Bad format.")
+    out = printed(lambda: mine.invoke({"input": "France?"}), capsys)
+    assert "Thought: not sure.\x1b[0mBad format.\x1b[32;1m" in out
+    assert "\x1b[1;3mError: tool 'broken' failed: RuntimeError: division by zero somewhere\x1b[0m" in out
+    assert "\x1b[1;3m551695\x1b[0m" in out
+    assert "\x1b[1;3mError: you already called search" in out
+    quiet, _ = ours(script, tools=[broken, search], handle_parsing_errors="Bad format.")
+    assert printed(lambda: quiet.invoke({"input": "France?"}), capsys) == ""
+
+
 def test_iter_matches_classic() -> None:
     (theirs, _), (mine, _) = classic(TWO_STEPS), ours(TWO_STEPS)
     expected, got = list(theirs.iter({"input": "France?"})), list(mine.iter({"input": "France?"}))
