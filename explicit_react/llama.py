@@ -27,19 +27,30 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from pathlib import Path
 from typing import Any, cast
 
 import llama_cpp
 from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.messages.ai import UsageMetadata
+from langchain_core.messages.tool import InvalidToolCall, ToolCall, tool_call_chunk
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from langchain_core.runnables import Runnable
+from langchain_core.tools import BaseTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict, Field, PrivateAttr
 
-from explicit_react.llm import message_text
+from explicit_react.llama_tools import (
+    ToolRequest,
+    compiled_grammar,
+    llama_messages,
+    read_reply,
+    template_renders_tools,
+    with_tools_text,
+)
 
 logger = logging.getLogger("explicit_react.llama")
 """Where llama.cpp's own log lines go, all at level DEBUG."""
@@ -151,10 +162,10 @@ _LLAMA_ARGUMENTS = ("n_ctx", "n_threads", "n_batch", "seed", "verbose")
 class ChatLlama(BaseChatModel):
     """A GGUF model run in this process by llama.cpp, as a LangChain chat model.
 
-    Supports stop sequences, ``grammar`` (a ``llama_cpp.LlamaGrammar``, bound per call or set on the
-    model), ``usage_metadata``, streaming, and async (LangChain runs the call in a worker thread;
-    calls on one model object take turns). ``model_kwargs`` go to ``llama_cpp.Llama`` (for example
-    ``chat_format`` or ``chat_handler``).
+    Supports native function calling (``bind_tools``), stop sequences, ``grammar`` (a
+    ``llama_cpp.LlamaGrammar``, bound per call or set on the model), ``usage_metadata``, streaming,
+    and async (LangChain runs the call in a worker thread; calls on one model object take turns).
+    ``model_kwargs`` go to ``llama_cpp.Llama`` (for example ``chat_format`` or ``chat_handler``).
     """
 
     model_path: str
@@ -219,9 +230,35 @@ class ChatLlama(BaseChatModel):
     def _identifying_params(self) -> dict[str, Any]:
         return {"model_path": self.model_path, "temperature": self.temperature, "seed": self.seed}
 
-    def _request(self, messages: list[BaseMessage], stop: list[str] | None, **kwargs: Any) -> dict[str, Any]:
+    def bind_tools(
+        self,
+        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
+        *,
+        tool_choice: str | dict[str, Any] | bool | None = None,
+        **kwargs: Any,
+    ) -> Runnable[LanguageModelInput, AIMessage]:
+        """The model with ``tools`` bound for native function calling (``explicit_react.llama_tools``).
+
+        Each reply is one tool call, held to the tool's JSON schema by a grammar, or (``tool_choice``
+        ``None``/``"auto"``) plain text; ``"required"``/``"any"`` forces a call, a tool's name a call
+        to that tool, ``"none"`` no call. The tools are rendered by the GGUF file's chat template
+        when it renders tools (Qwen2.5), else written into the system message in the same format.
+        """
+        specs = [convert_to_openai_tool(t) for t in tools]
+        ToolRequest.pop({"tools": specs, "tool_choice": tool_choice})  # an unknown tool_choice raises here
+        return self.bind(tools=specs, tool_choice=tool_choice, **kwargs)
+
+    def _request(
+        self, messages: list[BaseMessage], stop: list[str] | None, tools: ToolRequest | None, **kwargs: Any
+    ) -> dict[str, Any]:
+        native = template_renders_tools(self.client)
+        chat = llama_messages(messages, native)
+        grammar = self.grammar
+        if tools is not None:
+            chat = chat if native else with_tools_text(chat, tools)
+            grammar = grammar if grammar is not None else compiled_grammar(tools.grammar())
         request = {
-            "messages": [_as_llama_message(m) for m in messages],
+            "messages": chat,
             "max_tokens": self.max_tokens,
             "temperature": self.temperature,
             "top_p": self.top_p,
@@ -229,8 +266,10 @@ class ChatLlama(BaseChatModel):
             "repeat_penalty": self.repeat_penalty,
             "seed": self.seed,
             "stop": stop if stop is not None else self.stop or [],
-            "grammar": self.grammar,
+            "grammar": grammar,
         }
+        if tools is not None and native:
+            request["tools"] = list(tools.tools)  # rendered by the file's template
         request.update(kwargs)
         return request
 
@@ -241,14 +280,22 @@ class ChatLlama(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        if self.streaming:
+        tools = ToolRequest.pop(kwargs)
+        if self.streaming and tools is None:
             text = "".join(chunk.text for chunk in self._stream(messages, stop, run_manager, **kwargs))
             return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
         with self._lock:
-            response = self.client.create_chat_completion(**self._request(messages, stop, **kwargs))
+            response = self.client.create_chat_completion(**self._request(messages, stop, tools, **kwargs))
         choice = response["choices"][0]
+        text = choice["message"].get("content") or ""
+        calls: list[ToolCall] = []
+        invalid: list[InvalidToolCall] = []
+        if tools is not None:
+            text, calls, invalid = read_reply(text)
         message = AIMessage(
-            content=choice["message"].get("content") or "",
+            content=text,
+            tool_calls=calls,
+            invalid_tool_calls=invalid,
             usage_metadata=_usage(response.get("usage") or {}, cached=getattr(self.client, "reused", 0)),
             response_metadata={"finish_reason": choice.get("finish_reason")},
         )
@@ -261,9 +308,15 @@ class ChatLlama(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
+        if ToolRequest.pop(dict(kwargs)) is not None:  # a call is read from the whole reply: one chunk
+            reply = self._generate(messages, stop, run_manager, **kwargs).generations[0].message
+            assert isinstance(reply, AIMessage)
+            yield ChatGenerationChunk(message=_as_chunk(reply))
+            return
+        tools = ToolRequest.pop(kwargs)  # tool_choice="none": no tools
         with self._lock:
             for part in self.client.create_chat_completion(
-                **self._request(messages, stop, stream=True, **kwargs)
+                **self._request(messages, stop, tools, stream=True, **kwargs)
             ):
                 text = part["choices"][0]["delta"].get("content") or ""
                 if not text:
@@ -274,9 +327,17 @@ class ChatLlama(BaseChatModel):
                 yield chunk
 
 
-def _as_llama_message(message: BaseMessage) -> dict[str, str]:
-    role = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}.get(message.type, "user")
-    return {"role": role, "content": message_text(message.content)}
+def _as_chunk(reply: AIMessage) -> AIMessageChunk:
+    chunks = [
+        tool_call_chunk(name=c["name"], args=json.dumps(c["args"]), id=c["id"], index=i)
+        for i, c in enumerate(reply.tool_calls)
+    ]
+    return AIMessageChunk(
+        content=reply.content,
+        tool_call_chunks=chunks,
+        usage_metadata=reply.usage_metadata,
+        response_metadata=reply.response_metadata,
+    )
 
 
 def _usage(usage: dict[str, Any], cached: int = 0) -> UsageMetadata | None:

@@ -312,6 +312,35 @@ def test_the_runner_scores_the_ideal_model_on_every_system(
     )
 
 
+def test_the_native_modes_are_systems_a_real_model_can_run() -> None:
+    """two_phase: a Thought call and a native call per turn, through the runner's record; the ideal
+    model writes ReAct text, so it is refused for the native systems."""
+    from langchain_core.messages import AIMessage
+
+    from explicit_react.testing import ScriptedChatModel
+
+    w = worlds.World.generate(SEED)
+    question = w.questions[0]
+    call = {"name": "knowledge_search", "args": {"query": question.question}, "id": "c1", "type": "tool_call"}
+    model = ScriptedChatModel(["Look it up.", AIMessage("", tool_calls=[call]), "Found it.", "42"])
+    record = generated.SYSTEMS["two_phase"](model, generated.make_tools(w), question.question, 4)
+    assert (record["answer"], record["stop_reason"], record["llm_calls"]) == (
+        "42",
+        "success",
+        4,
+    )  # model calls: two per turn
+    [step] = record["trace"]
+    assert (step["action"], step["input"], step["error"]) == (
+        "knowledge_search",
+        {"query": question.question},
+        None,
+    )
+    assert generated.tool_calls(record, generated.make_tools(w)) == 1
+    model.assert_all_used()
+    with pytest.raises(SystemExit):
+        generated.main(["--model", "ideal", "--seeds", "2", "--systems", "explicit,two_phase"])
+
+
 def test_fresh_seeds_are_never_tuning_seeds_nor_drawn_twice(tmp_path: Path) -> None:
     used = tmp_path / "used_seeds.json"
     first_draw = generated.draw_fresh_seeds(2, "cmd one", tmp_path / "a.json", used)

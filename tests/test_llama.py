@@ -5,15 +5,22 @@ The real model (determinism, quiet logs, grammar, streaming) is tested in test_l
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
 pytest.importorskip("llama_cpp")
 
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from llama_cpp import LlamaGrammar
 
+from explicit_react import ExplicitReActAgent, StopReason
 from explicit_react.llama import ChatLlama, aligned_reuse
+from explicit_react.llama_tools import ToolRequest, compiled_grammar, llama_messages, read_reply
+from explicit_react.tools import calculator
+from tests.helpers import search
 
 
 @pytest.mark.parametrize(
@@ -82,3 +89,201 @@ def test_streaming_yields_the_text_pieces() -> None:
     assert client.requests[-1]["stream"] is True
     streaming = ChatLlama(model_path="unused.gguf", client=client, streaming=True)
     assert streaming.invoke("hi").content == "Thought: hi"
+
+
+# -- Native function calling (explicit_react.llama_tools) ---------------------------------------
+QWEN_LIKE_TEMPLATE = "{% if tools %}<tools>{{ tools }}</tools>{% endif %} ... <tool_call> ..."
+
+
+class ScriptedLlama(RecordingLlama):
+    """A recording client that answers with the given texts, in order."""
+
+    def __init__(self, replies: list[str], template: str | None = None) -> None:
+        super().__init__()
+        self.replies = list(replies)
+        self.chat_handler = None
+        self.chat_format = "chat_template.default" if template else "chatml"
+        self.metadata = {"tokenizer.chat_template": template} if template else {}
+
+    def create_chat_completion(self, **request: Any) -> Any:
+        self.requests.append(request)
+        usage = {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}
+        return {
+            "choices": [{"message": {"content": self.replies.pop(0)}, "finish_reason": "stop"}],
+            "usage": usage,
+        }
+
+
+def call_text(name: str, **args: Any) -> str:
+    return "<tool_call>\n" + json.dumps({"name": name, "arguments": args}) + "\n</tool_call>"
+
+
+def test_bind_tools_writes_the_tools_into_the_system_message_and_reads_the_call() -> None:
+    client = ScriptedLlama([call_text("search", query="Paris")])
+    model = ChatLlama(model_path="unused.gguf", client=client).bind_tools([search])
+    reply = model.invoke([SystemMessage("be brief"), HumanMessage("How big is Paris?")])
+    assert [(c["name"], c["args"]) for c in reply.tool_calls] == [("search", {"query": "Paris"})]
+    assert reply.content == "" and reply.invalid_tool_calls == []
+    request = client.requests[-1]
+    system = request["messages"][0]["content"]
+    assert system.startswith("be brief\n\n# Tools\n")
+    assert json.dumps(convert_to_openai_tool(search)) in system  # one JSON line per tool, as Qwen's template
+    assert '<tool_call>\n{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>' in system
+    assert "tools" not in request  # the template is not asked to render them
+    assert isinstance(request["grammar"], LlamaGrammar)
+
+
+def test_a_template_that_renders_tools_gets_them_and_the_calls_structured() -> None:
+    client = ScriptedLlama(["The population is 2.1 million."], template=QWEN_LIKE_TEMPLATE)
+    model = ChatLlama(model_path="unused.gguf", client=client).bind_tools([search])
+    history = [
+        HumanMessage("q"),
+        AIMessage(
+            "", tool_calls=[{"name": "search", "args": {"query": "Paris"}, "id": "c1", "type": "tool_call"}]
+        ),
+        ToolMessage("2100000", tool_call_id="c1"),
+    ]
+    reply = model.invoke(history)
+    assert reply.content == "The population is 2.1 million." and reply.tool_calls == []
+    request = client.requests[-1]
+    assert request["tools"] == [convert_to_openai_tool(search)]
+    assert request["messages"] == [
+        {"role": "user", "content": "q"},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "search", "arguments": {"query": "Paris"}},
+                }
+            ],
+        },
+        {"role": "tool", "content": "2100000", "tool_call_id": "c1"},
+    ]
+
+
+def test_without_a_tools_template_calls_and_results_are_written_as_text() -> None:
+    two_calls = [
+        {"name": "search", "args": {"query": "a"}, "id": "c1", "type": "tool_call"},
+        {"name": "search", "args": {"query": "b"}, "id": "c2", "type": "tool_call"},
+    ]
+    history = [
+        HumanMessage("q"),
+        AIMessage("Two searches.", tool_calls=two_calls),
+        ToolMessage("A", tool_call_id="c1"),
+        ToolMessage("B", tool_call_id="c2"),
+        AIMessage("Thought: plain text stays as it is "),
+    ]
+    assert llama_messages(history, native=False) == [
+        {"role": "user", "content": "q"},
+        {
+            "role": "assistant",
+            "content": f"Two searches.\n{call_text('search', query='a')}\n{call_text('search', query='b')}",
+        },
+        {
+            "role": "user",
+            "content": "<tool_response>\nA\n</tool_response>\n<tool_response>\nB\n</tool_response>",
+        },
+        {"role": "assistant", "content": "Thought: plain text stays as it is "},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("reply", "content", "calls", "invalid"),
+    [
+        (call_text("search", query="x"), "", [("search", {"query": "x"})], []),
+        ("I will look.\n" + call_text("search", query="x"), "I will look.", [("search", {"query": "x"})], []),
+        ("Paris has 2.1 million people.", "Paris has 2.1 million people.", [], []),
+        ("<tool_call>\n{not json}\n</tool_call>", "", [], [(None, "not a JSON call")]),
+        (
+            '<tool_call>\n{"name": "search", "arguments": {"query": "x',
+            "",
+            [],
+            [("search", "not a JSON call")],
+        ),  # cut off
+        (
+            '<tool_call>{"name": "search", "arguments": "x"}</tool_call>',
+            "",
+            [],
+            [("search", "arguments are not a JSON object")],
+        ),
+        ('<tool_call>{"name": "noargs"}</tool_call>', "", [("noargs", {})], []),
+    ],
+)
+def test_a_reply_is_read_as_text_calls_and_malformed_calls(
+    reply: str, content: str, calls: list[Any], invalid: list[Any]
+) -> None:
+    text, good, bad = read_reply(reply)
+    assert text == content
+    assert [(c["name"], c["args"]) for c in good] == calls
+    assert [(c["name"], c["error"]) for c in bad] == invalid
+    assert read_reply(reply) == (text, good, bad)  # the same reply, the same call ids
+
+
+def test_tool_choice_sets_what_the_grammar_allows() -> None:
+    specs = [convert_to_openai_tool(t) for t in (search, calculator)]
+
+    def grammar(choice: Any) -> str:
+        request = ToolRequest.pop({"tools": specs, "tool_choice": choice})
+        assert request is not None
+        compiled_grammar(request.grammar())  # llama.cpp's parser accepts it
+        return request.grammar()
+
+    auto, required, one = (
+        grammar(None),
+        grammar("any"),
+        grammar({"type": "function", "function": {"name": "calculator"}}),
+    )
+    assert auto.startswith("root ::= call-block | plain-answer\n")
+    assert required.startswith("root ::= call-block\n")
+    assert '"\\"search\\""' in required and '"\\"calculator\\""' in required
+    assert '"\\"search\\""' not in one and '"\\"calculator\\""' in one
+    assert '"\\"expression\\""' in one  # the tool's arguments, from its JSON schema
+    assert ToolRequest.pop({"tools": specs, "tool_choice": "none"}) is None
+    with pytest.raises(ValueError, match="'nope' is not a bound tool"):
+        ChatLlama(model_path="unused.gguf", client=ScriptedLlama([])).bind_tools([search], tool_choice="nope")
+
+
+def test_tool_choice_none_sends_no_tools_and_no_grammar() -> None:
+    client = ScriptedLlama(["just text"])
+    ChatLlama(model_path="unused.gguf", client=client).bind_tools([search], tool_choice="none").invoke("q")
+    assert client.requests[-1]["grammar"] is None
+    assert client.requests[-1]["messages"] == [{"role": "user", "content": "q"}]
+
+
+def test_streaming_with_tools_yields_the_call_in_one_chunk() -> None:
+    client = ScriptedLlama([call_text("search", query="x")])
+    model = ChatLlama(model_path="unused.gguf", client=client).bind_tools([search])
+    chunks = list(model.stream("q"))
+    assert len([c for c in chunks if c.tool_call_chunks]) == 1
+    whole = chunks[0]
+    for chunk in chunks[1:]:
+        whole += chunk
+    assert [(c["name"], c["args"]) for c in whole.tool_calls] == [("search", {"query": "x"})]
+    assert "stream" not in client.requests[-1]
+
+
+def test_two_phase_runs_on_a_llama_model() -> None:
+    """mode="two_phase" needs bind_tools: a thought (plain call), a native call, then the answer."""
+    client = ScriptedLlama(
+        [
+            "I should look up the population of Paris.",
+            call_text("search", query="population of Paris"),
+            "The search answered: 2100000. I know the answer.",
+            "About 2.1 million.",
+        ]
+    )
+    model = ChatLlama(model_path="unused.gguf", client=client)
+    result = ExplicitReActAgent(model, [search], mode="two_phase").run("How many people live in Paris?")
+    assert result.stop_reason is StopReason.SUCCESS and result.answer == "About 2.1 million."
+    assert (result.steps[0].action, result.steps[0].action_input) == (
+        "search",
+        {"query": "population of Paris"},
+    )
+    thought_request, act_request = client.requests[:2]
+    assert thought_request["grammar"] is None  # the thought is free text
+    assert isinstance(act_request["grammar"], LlamaGrammar)
+    assert "# Tools" in act_request["messages"][0]["content"]
+    assert result.usage.input_tokens == 20  # four calls of 5 prompt tokens

@@ -225,3 +225,48 @@ def test_llama_cpp_prints_nothing_unless_verbose(verbose: bool) -> None:
         assert "llama_" in done.stderr  # the loading log, e.g. llama_context / llama_kv_cache lines
     else:
         assert done.stderr == "" and done.stdout == ""
+
+
+def _bounded_calculator() -> Any:
+    """The calculator with its argument capped at 40 characters in its schema: the grammar follows
+    the schema, so a call always closes within the token limit (this base model otherwise repeats
+    digits inside the string until ``max_tokens`` cuts the call off)."""
+    from pydantic import BaseModel, Field
+
+    from explicit_react.tools import calculator
+
+    class Expression(BaseModel):
+        expression: str = Field(max_length=40, description="an arithmetic expression, e.g. 2 + 2")
+
+    return calculator.model_copy(update={"args_schema": Expression})
+
+
+def test_a_native_tool_call_from_the_real_model_is_well_formed(gemma: BaseChatModel) -> None:
+    """bind_tools: the grammar holds the reply to one call of a bound tool with its JSON arguments."""
+    reply = gemma.bind_tools([_bounded_calculator()], tool_choice="required", max_tokens=128).invoke(
+        "What is 12 * 7?"
+    )
+    assert reply.invalid_tool_calls == [], reply  # type: ignore[attr-defined]
+    [call] = reply.tool_calls  # type: ignore[attr-defined]
+    assert call["name"] == "calculator"
+    assert list(call["args"]) == ["expression"] and isinstance(call["args"]["expression"], str)
+    assert len(call["args"]["expression"]) <= 40
+
+
+def test_two_phase_runs_end_to_end_on_the_real_model(gemma: BaseChatModel) -> None:
+    """mode="two_phase" on a local model: a free-text thought, then a native call or an answer, each
+    turn; whatever this 270M model decides, every action is a well-formed call of a real tool and the
+    run ends with a stated reason."""
+    from explicit_react import ExplicitReActAgent, StopReason
+
+    longer = gemma.model_copy(update={"max_tokens": 128})  # the same llama.cpp object, room for a call
+    agent = ExplicitReActAgent(longer, [_bounded_calculator()], mode="two_phase", max_iterations=2)
+    result = agent.run("What is 12 * 7?")
+    assert isinstance(result.stop_reason, StopReason)
+    assert result.answer.strip()
+    assert 1 <= result.llm_calls <= 3 and result.usage.input_tokens > 0
+    for step in result.steps:
+        assert step.action == "calculator", step
+        assert step.error not in ("parse_error", "unknown_tool", "invalid_input"), step
+        assert step.thought.strip()  # the Thought call's paragraph
+    assert result.success or result.error, result

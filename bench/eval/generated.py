@@ -5,7 +5,9 @@ generated files, ``calculator``) and the same step limit, question by question, 
 
 - ``explicit``: explicit_react's ``ExplicitReActAgent`` with its defaults;
 - ``classic``: LangChain's ``create_react_agent`` + ``AgentExecutor`` with the hub prompt;
-- ``minimal``: the ~60-line baseline loop of ``bench/minimal_react.py`` (own short prompt, no guardrails).
+- ``minimal``: the ~60-line baseline loop of ``bench/minimal_react.py`` (own short prompt, no guardrails);
+- ``two_phase`` and ``tool_calling``: ``ExplicitReActAgent`` in those modes (native function calling;
+  real models only: the ideal model's replies are ReAct text). Not run unless asked for (``--systems``).
 
 Per question it records the answer, whether it is right (``worlds.check``), why not
 (``failures.classify``), prompt and generated tokens, seconds, model calls and tool calls, with
@@ -118,6 +120,20 @@ def run_explicit(model: Any, tools: list[BaseTool], question: str, max_iteration
     )
 
 
+def run_two_phase(model: Any, tools: list[BaseTool], question: str, max_iterations: int) -> dict[str, Any]:
+    """One question through ``ExplicitReActAgent(mode="two_phase")``: a Thought call, then a native call, each turn."""
+    return hand_written.run_explicit(
+        model, question, max_iterations, tools=tools, observation_chars=OBSERVATION_CHARS, mode="two_phase"
+    )
+
+
+def run_tool_calling(model: Any, tools: list[BaseTool], question: str, max_iterations: int) -> dict[str, Any]:
+    """One question through ``ExplicitReActAgent(mode="tool_calling")``: one native call each turn."""
+    return hand_written.run_explicit(
+        model, question, max_iterations, tools=tools, observation_chars=OBSERVATION_CHARS, mode="tool_calling"
+    )
+
+
 def run_classic(model: Any, tools: list[BaseTool], question: str, max_iterations: int) -> dict[str, Any]:
     """One question through langchain_classic's ``create_react_agent`` + ``AgentExecutor`` (hub prompt)."""
     return hand_written.run_classic(
@@ -146,7 +162,12 @@ SYSTEMS: dict[str, Callable[[Any, list[BaseTool], str, int], dict[str, Any]]] = 
     "explicit": run_explicit,
     "minimal": run_minimal_loop,
     "classic": run_classic,
+    "two_phase": run_two_phase,
+    "tool_calling": run_tool_calling,
 }
+DEFAULT_SYSTEMS = ("explicit", "minimal", "classic")
+NATIVE_SYSTEMS = frozenset({"two_phase", "tool_calling"})
+"""Systems that need a model with native function calling (not the ideal scripted model)."""
 
 
 def tool_calls(record: dict[str, Any], tools: Sequence[BaseTool]) -> int:
@@ -330,7 +351,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--per-kind", type=int, default=3, help="questions of each kind per seed")
     parser.add_argument(
-        "--systems", default=",".join(SYSTEMS), help=f"a comma-separated list of: {', '.join(SYSTEMS)}"
+        "--systems",
+        default=",".join(DEFAULT_SYSTEMS),
+        help=f"a comma-separated list of: {', '.join(SYSTEMS)} (default: {','.join(DEFAULT_SYSTEMS)})",
     )
     parser.add_argument("--max-iterations", type=int, default=6)
     parser.add_argument("--max-tokens", type=int, default=256)
@@ -348,6 +371,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if unknown := set(args.systems.split(",")) - set(SYSTEMS):
         parser.error(f"unknown system(s): {', '.join(sorted(unknown))}")
+    if args.model == "ideal" and (native := NATIVE_SYSTEMS & set(args.systems.split(","))):
+        parser.error(f"the ideal model writes ReAct text; {', '.join(sorted(native))} need(s) a real model")
     if args.show:
         report = json.loads(args.show.read_text(encoding="utf-8"))
         records = report["records"]

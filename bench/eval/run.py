@@ -173,11 +173,16 @@ def run_explicit(
     constrain_local: bool = True,
     tools: list[BaseTool] | None = None,
     observation_chars: int = 300,
+    mode: str = "text",
 ) -> dict[str, Any]:
-    """One question through ``ExplicitReActAgent``; the record's framework-specific fields.
+    """One question through ``ExplicitReActAgent`` (in ``mode``); the record's framework-specific fields.
     ``tools`` replaces the tools over ``kb``; each observation is kept to ``observation_chars``."""
     agent = ExplicitReActAgent(
-        model, tools or make_tools(kb), max_iterations=max_iterations, constrain_local=constrain_local
+        model,
+        tools or make_tools(kb),
+        max_iterations=max_iterations,
+        constrain_local=constrain_local,
+        mode=mode,  # type: ignore[arg-type]
     )
     usage = UsageCounter()
     result = agent.run(question, config={"callbacks": [usage]})

@@ -1,0 +1,199 @@
+"""Native function calling for ``ChatLlama``: the tools in the prompt, one call held to valid JSON by
+a grammar, and the reply read back as ``AIMessage.tool_calls``.
+
+The format is the one Qwen2.5 was trained on (Hermes style): the tools as JSON lines inside
+``<tools></tools>`` in the system message, a call as ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``,
+a result as ``<tool_response>...</tool_response>`` in a user turn. When the model's own chat template
+renders tools (Qwen2.5's does), llama.cpp renders the tools and the calls through it; otherwise
+(Gemma 3's template knows no tools) the same text is written into the messages here
+(``prompts/llama_tools.txt``).
+
+The grammar lets a reply be exactly one call, whose name is a bound tool's and whose arguments
+follow that tool's JSON schema, or (with ``tool_choice="auto"``) plain text that holds no
+``<tool_call>``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages.tool import InvalidToolCall, ToolCall, invalid_tool_call, tool_call
+
+from explicit_react.llm import message_text
+from explicit_react.prompt import load_template, render
+
+CALL_OPEN, CALL_CLOSE = "<tool_call>", "</tool_call>"
+_CALL = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.S)
+_NAME = re.compile(r'^\s*\{\s*"name"\s*:\s*"([^"\\]+)"')  # the name of a call cut off later
+_ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
+
+# A reply is one call, or (tool_choice="auto") text that starts with no "<" and never writes "<t"
+# after one, so a call cannot hide inside an answer. The call's JSON rule is appended below.
+_REPLY_RULES = r"""call-block ::= "<tool_call>" [ \n]* call-json [ \n]* "</tool_call>"
+plain-answer ::= [^<] ([^<] | "<" [^t<])*
+"""
+
+
+@dataclass(frozen=True)
+class ToolRequest:
+    """The tools bound to one call (in OpenAI's format) and what the reply may be: ``"auto"`` (a call
+    or plain text), ``"required"`` (a call to any of them) or one tool's name (a call to it)."""
+
+    tools: tuple[Mapping[str, Any], ...]
+    choice: str
+
+    @classmethod
+    def pop(cls, kwargs: dict[str, Any]) -> ToolRequest | None:
+        """Take ``tools`` and ``tool_choice`` out of a call's keyword arguments; ``None`` when no tool
+        may be called (no tools, or ``tool_choice="none"``)."""
+        tools, choice = kwargs.pop("tools", None), kwargs.pop("tool_choice", None)
+        if not tools:
+            return None
+        names = [t["function"]["name"] for t in tools]
+        if isinstance(choice, dict):  # {"type": "function", "function": {"name": ...}}
+            choice = choice.get("function", {}).get("name")
+        if choice in (None, "auto"):
+            choice = "auto"
+        elif choice in ("any", "required", True):
+            choice = "required"
+        elif choice in ("none", False):
+            return None
+        elif choice not in names:
+            raise ValueError(f"tool_choice {choice!r} is not a bound tool; the tools are {names}")
+        return cls(tuple(tools), str(choice))
+
+    @property
+    def callable(self) -> list[Mapping[str, Any]]:
+        """The tools the reply may call."""
+        if self.choice in ("auto", "required"):
+            return list(self.tools)
+        return [t for t in self.tools if t["function"]["name"] == self.choice]
+
+    def grammar(self) -> str:
+        """The GBNF grammar a reply is held to (see the module docstring)."""
+        alternatives = []
+        for spec in self.callable:
+            function = spec["function"]
+            parameters = function.get("parameters") or {"type": "object", "properties": {}}
+            alternatives.append(
+                {
+                    "type": "object",
+                    "properties": {"name": {"const": function["name"]}, "arguments": parameters},
+                    "required": ["name", "arguments"],
+                }
+            )
+        root = "call-block | plain-answer" if self.choice == "auto" else "call-block"
+        return f"root ::= {root}\n{_REPLY_RULES}{_call_json_rules(json.dumps({'oneOf': alternatives}))}"
+
+
+@lru_cache(maxsize=64)
+def _call_json_rules(schema: str) -> str:
+    from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+    rules = json_schema_to_gbnf(schema, prop_order=["name", "arguments"])
+    return re.sub(r"^root ::=", "call-json ::=", rules, flags=re.M)
+
+
+@lru_cache(maxsize=64)
+def compiled_grammar(gbnf: str) -> Any:
+    """``gbnf`` as a ``llama_cpp.LlamaGrammar``, parsed once per distinct text."""
+    from llama_cpp import LlamaGrammar
+
+    return LlamaGrammar.from_string(gbnf, verbose=False)
+
+
+def template_renders_tools(client: Any) -> bool:
+    """True when ``client`` (a ``llama_cpp.Llama``) formats chats with the GGUF file's own template and
+    that template renders tools and tool calls (Qwen2.5's does; Gemma 3's and llama.cpp's named
+    formats do not)."""
+    if getattr(client, "chat_handler", None) is not None:
+        return False
+    if getattr(client, "chat_format", None) != "chat_template.default":
+        return False
+    template = str((getattr(client, "metadata", None) or {}).get("tokenizer.chat_template", ""))
+    return "tools" in template and "tool_call" in template
+
+
+def llama_messages(messages: Sequence[BaseMessage], native: bool) -> list[dict[str, Any]]:
+    """``messages`` for ``create_chat_completion``. ``native``: assistant tool calls and tool results
+    as structured fields for a template that renders them; otherwise written out as text."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        role, text = _ROLES.get(m.type, "user"), message_text(m.content)
+        calls = m.tool_calls if isinstance(m, AIMessage) else []
+        if native:
+            entry: dict[str, Any] = {"role": role, "content": text}
+            if calls:
+                entry["tool_calls"] = [
+                    {
+                        "id": c.get("id"),
+                        "type": "function",
+                        "function": {"name": c["name"], "arguments": c["args"]},
+                    }
+                    for c in calls
+                ]
+            if isinstance(m, ToolMessage):
+                entry["tool_call_id"] = m.tool_call_id
+            out.append(entry)
+        elif isinstance(m, ToolMessage):
+            response = f"<tool_response>\n{text}\n</tool_response>"
+            if out and out[-1].get(
+                "tool_results"
+            ):  # results of one turn share a user turn, as in Qwen's template
+                out[-1]["content"] += f"\n{response}"
+            else:
+                out.append({"role": "user", "content": response, "tool_results": True})
+        elif calls:
+            written = [text.strip()] if text.strip() else []
+            written += [f"{CALL_OPEN}\n{_call_json(c['name'], c['args'])}\n{CALL_CLOSE}" for c in calls]
+            out.append({"role": role, "content": "\n".join(written)})
+        else:
+            out.append({"role": role, "content": text})
+    for entry in out:
+        entry.pop("tool_results", None)
+    return out
+
+
+def with_tools_text(messages: list[dict[str, Any]], request: ToolRequest) -> list[dict[str, Any]]:
+    """``messages`` with the tools described in the system message (after its own text, as
+    Qwen2.5's template does), for a template that does not render tools."""
+    listing = "\n".join(json.dumps(t, ensure_ascii=False) for t in request.tools)
+    section = render(load_template("llama_tools"), tools=listing).strip()
+    if messages and messages[0]["role"] == "system":
+        first = messages[0]
+        return [{**first, "content": f"{first['content']}\n\n{section}"}, *messages[1:]]
+    return [{"role": "system", "content": section}, *messages]
+
+
+def read_reply(text: str) -> tuple[str, list[ToolCall], list[InvalidToolCall]]:
+    """The text outside ``<tool_call>`` blocks, the well-formed calls, and the malformed ones (not
+    JSON, no name, arguments that are not an object, or a block cut off at the length limit)."""
+    calls: list[ToolCall] = []
+    invalid: list[InvalidToolCall] = []
+    for index, match in enumerate(_CALL.finditer(text)):
+        raw = match.group(1).strip()
+        call_id = "call_" + hashlib.sha1(f"{index}:{raw}".encode()).hexdigest()[:16]
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            data = None
+        if not isinstance(data, dict) or not isinstance(data.get("name"), str):
+            name = named.group(1) if (named := _NAME.match(raw)) else None
+            invalid.append(invalid_tool_call(name=name, args=raw, id=call_id, error="not a JSON call"))
+        elif not isinstance(data.get("arguments", {}), dict):
+            error = "arguments are not a JSON object"
+            invalid.append(invalid_tool_call(name=data["name"], args=raw, id=call_id, error=error))
+        else:
+            calls.append(tool_call(name=data["name"], args=data.get("arguments", {}), id=call_id))
+    return _CALL.sub("", text).strip(), calls, invalid
+
+
+def _call_json(name: str, args: Mapping[str, Any]) -> str:
+    return json.dumps({"name": name, "arguments": args}, ensure_ascii=False)
