@@ -26,12 +26,12 @@ from langchain_core.callbacks import (
 )
 from langchain_core.exceptions import OutputParserException
 from langchain_core.outputs import RunInfo
-from langchain_core.runnables import Runnable, RunnableConfig, ensure_config
+from langchain_core.runnables import RunnableConfig, ensure_config
 from langchain_core.runnables.utils import AddableDict
 from langchain_core.tools import BaseTool
 from langchain_core.utils.input import get_color_mapping
 
-from explicit_react.classic_agent import decision, plan_request
+from explicit_react.classic_agent import decision, plan_request, tool_run_display
 from explicit_react.classic_chain import RUN_KEY, classic_invalid_tool_text
 from explicit_react.deadline import DeadlineExceeded
 from explicit_react.drivers import Call, Machine, Notify
@@ -336,13 +336,7 @@ class ClassicLoop:
         return acted
 
     def _shown(self, color: str | None, direct: bool = False) -> dict[str, Any]:
-        """The display arguments the classic passes a tool's run: ``verbose``, the tool's colour, and a
-        classic agent object's ``tool_run_logging_kwargs`` (``observation_prefix``, ``llm_prefix``;
-        none for a runnable agent), with no ``llm_prefix`` text after a return_direct tool."""
-        logging = {} if isinstance(self.agent, Runnable) else self.agent.tool_run_logging_kwargs()
-        if direct:
-            logging["llm_prefix"] = ""
-        return {"verbose": self.verbose, "color": color, **logging}
+        return {"verbose": self.verbose, "color": color, **tool_run_display(self.agent, direct)}
 
     @staticmethod
     def _show(run: _Run, observation: Any, shown: dict[str, Any]) -> Machine[None]:

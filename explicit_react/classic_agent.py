@@ -1,6 +1,6 @@
 """How the classic executor asks its agent for a plan: ``plan`` for a classic agent object, else the
-agent runnable (streamed, or invoked), as one driver request; and the agent's output read as a finish
-or a list of actions."""
+agent runnable (streamed, or invoked), as one driver request; the agent's output read as a finish
+or a list of actions; and the prefixes the agent adds to a tool run's verbose output."""
 
 from __future__ import annotations
 
@@ -33,6 +33,16 @@ def plan_request(
     else:
         sync, async_ = partial(agent.invoke, inputs, config), partial(agent.ainvoke, inputs, config)
     return Call(sync, async_ if timeout is None or _native_async(agent) else None, timeout)
+
+
+def tool_run_display(agent: Any, direct: bool = False) -> dict[str, Any]:
+    """What the classic adds to a tool run's arguments for display: a classic agent object's
+    ``tool_run_logging_kwargs()`` (``observation_prefix``, ``llm_prefix``; none for a runnable agent),
+    with an empty ``llm_prefix`` after a return_direct tool."""
+    logging = {} if isinstance(agent, Runnable) else dict(agent.tool_run_logging_kwargs())
+    if direct:
+        logging["llm_prefix"] = ""
+    return logging
 
 
 def decision(output: Any) -> AgentFinish | list[AgentAction]:
