@@ -240,8 +240,8 @@ class ChatLlama(BaseChatModel):
         """The model with ``tools`` bound for native function calling (``explicit_react.llama_tools``).
 
         Each reply is one tool call, held to the tool's JSON schema by a grammar, or (``tool_choice``
-        ``None``/``"auto"``) plain text; ``"required"``/``"any"`` forces a call, a tool's name a call
-        to that tool, ``"none"`` no call. The tools are rendered by the GGUF file's chat template
+        ``None``/``"auto"``) plain text with no ``<``, or such text and then one call; ``"required"``/
+        ``"any"`` forces a call, a tool's name a call to that tool, ``"none"`` no call. The tools are rendered by the GGUF file's chat template
         when it renders tools (Qwen2.5), else written into the system message in the same format.
         """
         specs = [convert_to_openai_tool(t) for t in tools]

@@ -34,10 +34,13 @@ _CALL = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.S)
 _NAME = re.compile(r'^\s*\{\s*"name"\s*:\s*"([^"\\]+)"')  # the name of a call cut off later
 _ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
 
-# A reply is one call, or (tool_choice="auto") text that starts with no "<" and never writes "<t"
-# after one, so a call cannot hide inside an answer. The call's JSON rule is appended below.
+# With tool_choice="auto" a reply is text, a call, or text and then a call (the text is the
+# message's content). The text holds no "<", so a call cannot hide in it, and does not start with
+# "{", "[" or white space, so a call cannot be written as bare JSON (Qwen2.5 1.5B copied its
+# template's example call without the tags, and wrote "<calculator .../>"). The call's JSON rule is
+# appended below.
 _REPLY_RULES = r"""call-block ::= "<tool_call>" [ \n]* call-json [ \n]* "</tool_call>"
-plain-answer ::= [^<] ([^<] | "<" [^t<])*
+prose ::= [^<{[ \t\n] [^<]*
 """
 
 
@@ -89,7 +92,7 @@ class ToolRequest:
                     "required": ["name", "arguments"],
                 }
             )
-        root = "call-block | plain-answer" if self.choice == "auto" else "call-block"
+        root = "prose call-block? | call-block" if self.choice == "auto" else "call-block"
         return f"root ::= {root}\n{_REPLY_RULES}{_call_json_rules(json.dumps({'oneOf': alternatives}))}"
 
 
