@@ -189,6 +189,8 @@ class ChatLlama(BaseChatModel):
     """A folder where the model keeps the state of the prompt start it read (the system prompt and
     tools), so that a new process does not read it again; one file per model file, llama.cpp build,
     CPU and settings. ``None``: nothing is kept between processes."""
+    chat_template: str | None = None
+    """A Jinja chat template for continuing a reply (below); ``None``: the GGUF file's own."""
     model_kwargs: dict[str, Any] = Field(default_factory=dict)
     client: Any = None
     """The ``llama_cpp.Llama`` object; built from the fields above when not given."""
@@ -273,6 +275,43 @@ class ChatLlama(BaseChatModel):
         request.update(kwargs)
         return request
 
+    @property
+    def continues_replies(self) -> bool:
+        """True when a last assistant message is continued, not answered (a chat template is known)."""
+        return self._template() is not None
+
+    def _template(self) -> str | None:
+        if self.chat_template is not None:
+            return self.chat_template
+        if "chat_handler" in self.model_kwargs or "chat_format" in self.model_kwargs:
+            return None
+        return cast("str | None", (self.client.metadata or {}).get("tokenizer.chat_template"))
+
+    def _continuation(self, messages: list[BaseMessage]) -> str | None:
+        """The prompt text that ends inside the last (assistant) message, or ``None`` when the
+        messages do not end with one or the chat template is unknown.
+
+        A list ending with an ``AIMessage`` asks the model to go on writing that message (as the
+        prefill of Anthropic's API does): the chat template renders the conversation with that
+        message as written so far, and the prompt stops where its text stops."""
+        last = messages[-1] if messages else None
+        template = self._template()
+        if last is None or last.type != "ai" or getattr(last, "tool_calls", None) or template is None:
+            return None
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+        model = self.client._model
+        formatter = Jinja2ChatFormatter(
+            template,
+            eos_token=model.token_get_text(model.token_eos()),
+            bos_token=model.token_get_text(model.token_bos()),
+        )
+        mark = "\x00continue-here\x00"
+        rendered = llama_messages(messages, native=False)
+        rendered[-1]["content"] += mark
+        prompt = formatter(messages=rendered).prompt
+        return prompt[: prompt.index(mark)] if mark in prompt else None
+
     def _generate(
         self,
         messages: list[BaseMessage],
@@ -281,6 +320,19 @@ class ChatLlama(BaseChatModel):
         **kwargs: Any,
     ) -> ChatResult:
         tools = ToolRequest.pop(kwargs)
+        prompt = self._continuation(messages) if tools is None else None
+        if prompt is not None:
+            request = self._request(messages, stop, None, **kwargs)
+            del request["messages"]
+            with self._lock:
+                response = self.client.create_completion(prompt=prompt, **request)
+            choice = response["choices"][0]
+            message = AIMessage(
+                content=choice.get("text") or "",
+                usage_metadata=_usage(response.get("usage") or {}, cached=getattr(self.client, "reused", 0)),
+                response_metadata={"finish_reason": choice.get("finish_reason"), "continued": True},
+            )
+            return ChatResult(generations=[ChatGeneration(message=message)])
         if self.streaming and tools is None:
             text = "".join(chunk.text for chunk in self._stream(messages, stop, run_manager, **kwargs))
             return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])

@@ -354,6 +354,8 @@ def _load_local(which: str | None, options: dict[str, Any]) -> BaseChatModel:
     path = ensure_local_model(which, progress=options.pop("progress", None))
     if weights.chat_handler and "chat_format" not in options:
         options.setdefault("chat_handler", weights.chat_handler())
+        if which == "gemma":
+            options.setdefault("chat_template", GEMMA3_CHAT_TEMPLATE)
     return load_gguf(path, **options)
 
 

@@ -152,8 +152,29 @@ class ReActPrompt:
         scratchpad: str = "",
         context: str = "",
         steps_left: int | None = None,
+        *,
+        continued: bool = False,
     ) -> list[Message]:
-        """The messages for the next turn."""
+        """The messages for the next turn.
+
+        ``continued``: the steps so far are the assistant's own reply, which the model goes on
+        writing (a model that continues a last assistant message, such as a local ``ChatLlama``);
+        the user message then holds the question alone, the same at every step."""
+        if continued:
+            user = render(
+                load_template("question"),
+                context=_context_block(context),
+                question=question.strip(),
+                scratchpad="",
+                steps_left=NEXT_REPLY,
+            )
+            messages = [
+                {"role": "system", "content": self.system(tools)},
+                {"role": "user", "content": user.strip()},
+            ]
+            if scratchpad:
+                messages.append({"role": "assistant", "content": scratchpad.rstrip() + "\n"})
+            return messages
         user = render(
             load_template("question"),
             context=_context_block(context),

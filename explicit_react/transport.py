@@ -120,6 +120,8 @@ class TextProtocol:
         self._tool_names: tuple[str, ...] = ()
         self.names: tuple[str, ...] = ()
         """The names of the tools the model is shown (set by ``bind``)."""
+        self.continued = False
+        """The model continues the assistant's reply so far (set by ``bind``)."""
         self._without: dict[str, Any] = {}
 
     def _constrains(self, llm: Any) -> bool:
@@ -132,6 +134,7 @@ class TextProtocol:
         ``tools`` by a grammar (with no tools, to a Final Answer). The parser reads the replies
         knowing these names (a real tool called ``finish`` is called, not taken for a final answer)."""
         self.names = tuple(t.name for t in tools)
+        self.continued = bool(getattr(llm, "continues_replies", False))
         if self._constrains(llm):
             self._llm, self._tool_names = llm, tuple(t.name for t in tools)
             return with_grammar(llm, react_grammar(self._tool_names), self.stop)
@@ -176,9 +179,16 @@ class TextProtocol:
         context: str,
         steps_left: int | None,
     ) -> list[Message]:
-        """System prompt with tools and format; the question, context and scratchpad as the user message."""
+        """System prompt with tools and format; the question, context and scratchpad as the user
+        message, or, for a model that continues a reply (``continues_replies``), the scratchpad as
+        the assistant's reply so far."""
         return self.prompt.messages(
-            question, tools, scratchpad.render(steps, self.limits), context, steps_left
+            question,
+            tools,
+            scratchpad.render(steps, self.limits),
+            context,
+            steps_left,
+            continued=self.continued,
         )
 
     def final_messages(
