@@ -134,6 +134,21 @@ def test_a_new_model_object_starts_from_the_saved_prompt_state(tmp_path: Any) ->
     assert "input_token_details" not in damaged.usage_metadata  # type: ignore[operator]
 
 
+def test_a_last_assistant_message_is_continued_not_answered(gemma: Any) -> None:
+    """The agent gives a local model the steps so far as its own reply to go on with: the prompt
+    ends inside that reply (no end-of-turn, no new assistant turn), and the reply is the rest."""
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+
+    so_far = "Thought: I add.\nAction: calculator\nAction Input: 2 + 2\nObservation: 4\n"
+    messages = [SystemMessage("Answer with the tools."), HumanMessage("What is 2 + 2?"), AIMessage(so_far)]
+    assert gemma.continues_replies
+    prompt = gemma._continuation(messages)
+    assert prompt.endswith("<start_of_turn>model\n" + so_far)
+    reply = gemma.invoke(messages, stop=[STOP])
+    assert reply.response_metadata["continued"] is True
+    assert reply.usage_metadata["input_tokens"] == len(gemma.client.tokenize(prompt.encode(), special=True))
+
+
 def test_stop_sequence_is_honoured_in_invoke_and_stream(gemma: BaseChatModel) -> None:
     free = str(gemma.invoke(TRANSCRIPT).content)
     if STOP not in free:
