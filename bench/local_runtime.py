@@ -4,6 +4,7 @@
     python bench/local_runtime.py check [--model qwen]              # the build check: first and cached
     python bench/local_runtime.py reuse [--model qwen] [--questions 3]
     python bench/local_runtime.py batches [--model qwen] [--runs 3]  # prompt speed per n_batch
+    python bench/local_runtime.py first-action [--model qwen] [--runs 2]
 
 ``speed`` measures the llama-cpp-python installed in *this* interpreter; run it once in an environment
 with the portable build (the README's) and once with a native one (``pip install --no-cache-dir
@@ -14,6 +15,11 @@ feature string is recorded with the figures.
 prompt tokens llama.cpp must read under three cache policies: no reuse, reuse cut to whole ``n_batch``
 blocks (what ``explicit_react.llama.ChatLlama`` does, so replies do not depend on what was read
 before; counted for several block sizes), and llama-cpp-python's own longest-prefix reuse.
+
+``first-action`` times a one-off question as ``explicit-react`` runs it: a fresh process loads the
+model and the agent (the CLI's default tools) and streams the run; the figure is the time from the
+process's start to its first Step (the first action done). Cold: no saved prompt state (the
+``prompt-states`` folder emptied first); warm: the state the previous process left. Rounds alternate.
 
 ``batches`` reads one ~1,000-token prompt with each ``n_batch`` in turn, ``--runs`` rounds
 interleaved: the block size trades prompt speed against how much of a shared prefix can be reused. Token counts do not depend on the machine's
@@ -97,6 +103,49 @@ def batches(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+FIRST_ACTION = """
+import sys, time
+started = time.perf_counter()
+from explicit_react import ExplicitReActAgent
+from explicit_react.cli import build_tools
+from explicit_react.models import load_model
+model = load_model(sys.argv[1], prompt_state_dir=sys.argv[2])
+agent = ExplicitReActAgent(model, build_tools("web_search,python_repl"), max_iterations=3)
+for event in agent.stream("What is 17 * 23?"):
+    print(round(time.perf_counter() - started, 2), getattr(event, "action", None),
+          (getattr(getattr(event, "usage", None), "input_tokens", 0)))
+    break
+"""
+
+
+def first_action(args: argparse.Namespace) -> dict[str, Any]:
+    import shutil
+    import subprocess
+
+    from explicit_react.models import cache_dir
+
+    states = cache_dir() / "bench-prompt-states"
+    times: dict[str, list[float]] = {"cold": [], "warm": []}
+    for _ in range(args.runs):
+        for mode in ("cold", "warm"):
+            if mode == "cold":
+                shutil.rmtree(states, ignore_errors=True)
+            out = subprocess.run(
+                [sys.executable, "-c", FIRST_ACTION, f"local:{args.model}", str(states)],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout.split()
+            times[mode].append(float(out[0]))
+    return {
+        "question": "What is 17 * 23?",
+        "tools": "web_search,python_repl",
+        "seconds_to_first_step": {mode: [round(t, 1) for t in ts] for mode, ts in times.items()},
+        "median": {mode: round(statistics.median(ts), 1) for mode, ts in times.items()},
+        "runs": args.runs,
+    }
+
+
 def check(args: argparse.Namespace) -> dict[str, Any]:
     from explicit_react.buildcheck import check_llama_build
     from explicit_react.models import ensure_local_model
@@ -171,17 +220,18 @@ def reuse(args: argparse.Namespace) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("part", choices=["speed", "check", "reuse", "batches"])
+    parser.add_argument("part", choices=["speed", "check", "reuse", "batches", "first-action"])
     parser.add_argument("--model", default="qwen", choices=["qwen", "gemma"])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--generate", type=int, default=64)
     parser.add_argument("--questions", type=int, default=3)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    figures = {"speed": speed, "check": check, "reuse": reuse, "batches": batches}[args.part](args)
+    parts = {"speed": speed, "check": check, "reuse": reuse, "batches": batches, "first-action": first_action}
+    figures = parts[args.part](args)
     report = {"part": args.part, "model": args.model, **figures}
     print(report)
-    write_json(args.out or RESULTS / f"local_runtime_{args.part}.json", report)
+    write_json(args.out or RESULTS / f"local_runtime_{args.part.replace('-', '_')}.json", report)
 
 
 if __name__ == "__main__":

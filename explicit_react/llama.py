@@ -171,7 +171,7 @@ class ChatLlama(BaseChatModel):
     model_path: str
     n_ctx: int = 4096
     n_threads: int | None = None
-    n_batch: int = 512
+    n_batch: int = 128
     max_tokens: int = 512
     temperature: float = 0.0
     top_p: float = 0.95
