@@ -285,7 +285,8 @@ class ChatLlama(BaseChatModel):
             return self.chat_template
         if "chat_handler" in self.model_kwargs or "chat_format" in self.model_kwargs:
             return None
-        return cast("str | None", (self.client.metadata or {}).get("tokenizer.chat_template"))
+        metadata = getattr(self.client, "metadata", None) or {}
+        return cast("str | None", metadata.get("tokenizer.chat_template"))
 
     def _continuation(self, messages: list[BaseMessage]) -> str | None:
         """The prompt text that ends inside the last (assistant) message, or ``None`` when the
@@ -309,7 +310,7 @@ class ChatLlama(BaseChatModel):
         mark = "\x00continue-here\x00"
         rendered = llama_messages(messages, native=False)
         rendered[-1]["content"] += mark
-        prompt = formatter(messages=rendered).prompt
+        prompt = formatter(messages=cast(Any, rendered)).prompt
         return prompt[: prompt.index(mark)] if mark in prompt else None
 
     def _generate(
