@@ -62,10 +62,7 @@ LLAMA_CPP_DEFAULTS: dict[str, Any] = {
     "temperature": 0.0,  # greedy decoding: the same prompt gives the same reply
     "repeat_penalty": 1.0,  # a ReAct transcript repeats its markers on purpose
     "seed": 0,
-    # Also the block size of the deterministic prompt-cache reuse (explicit_react.llama): 128 reads a
-    # prompt as fast as 512 on 2 cores (bench/local_runtime.py batches) and reuses a 470-token system
-    # prompt's first 384 tokens, where 512 reuses none of it.
-    "n_batch": 128,
+    "n_batch": 128,  # also the prompt-cache reuse's block size: as fast as 512, finer (docs/models.md)
     "streaming": False,
     "verbose": False,  # True prints llama.cpp's own log lines on stderr
 }
