@@ -197,6 +197,7 @@ class ChatLlama(BaseChatModel):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+    _formatted: tuple[str, Any] | None = PrivateAttr(default=None)
 
     def model_post_init(self, context: Any, /) -> None:
         global _echo_log
@@ -299,19 +300,22 @@ class ChatLlama(BaseChatModel):
         template = self._template()
         if last is None or last.type != "ai" or getattr(last, "tool_calls", None) or template is None:
             return None
-        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
-
-        model = self.client._model
-        formatter = Jinja2ChatFormatter(
-            template,
-            eos_token=model.token_get_text(model.token_eos()),
-            bos_token=model.token_get_text(model.token_bos()),
-        )
+        formatter = self._formatter(template)
         mark = "\x00continue-here\x00"
         rendered = llama_messages(messages, native=False)
         rendered[-1]["content"] += mark
         prompt = formatter(messages=cast(Any, rendered)).prompt
         return prompt[: prompt.index(mark)] if mark in prompt else None
+
+    def _formatter(self, template: str) -> Any:
+        """The template compiled once per model object (not once per step)."""
+        if self._formatted is None or self._formatted[0] != template:
+            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+            model = self.client._model
+            eos, bos = model.token_get_text(model.token_eos()), model.token_get_text(model.token_bos())
+            self._formatted = (template, Jinja2ChatFormatter(template, eos_token=eos, bos_token=bos))
+        return self._formatted[1]
 
     def _generate(
         self,

@@ -160,29 +160,20 @@ class ReActPrompt:
         ``continued``: the steps so far are the assistant's own reply, which the model goes on
         writing (a model that continues a last assistant message, such as a local ``ChatLlama``);
         the user message then holds the question alone, the same at every step."""
-        if continued:
-            user = render(
-                load_template("question"),
-                context=_context_block(context),
-                question=question.strip(),
-                scratchpad="",
-                steps_left=NEXT_REPLY,
-            )
-            messages = [
-                {"role": "system", "content": self.system(tools)},
-                {"role": "user", "content": user.strip()},
-            ]
-            if scratchpad:
-                messages.append({"role": "assistant", "content": scratchpad.rstrip() + "\n"})
-            return messages
         user = render(
             load_template("question"),
             context=_context_block(context),
             question=question.strip(),
-            scratchpad=scratchpad,
-            steps_left=_steps_left_line(steps_left),
+            scratchpad="" if continued else scratchpad,
+            steps_left=NEXT_REPLY if continued else _steps_left_line(steps_left),
         )
-        return [{"role": "system", "content": self.system(tools)}, {"role": "user", "content": user.strip()}]
+        messages = [
+            {"role": "system", "content": self.system(tools)},
+            {"role": "user", "content": user.strip()},
+        ]
+        if continued and scratchpad:
+            messages.append({"role": "assistant", "content": scratchpad.rstrip() + "\n"})
+        return messages
 
     def final_system(self, tools: Sequence[ToolSpec]) -> str:
         """The system message of the tool-free call at a limit: ``prompts/final_system.txt`` (the
