@@ -11,7 +11,9 @@ when streaming, a prompt batch of 8 tokens). What this class owns beyond a thin 
   the same messages depended on what the model object had read before. Here a reuse is cut back to
   a whole number of ``n_batch`` blocks of an earlier *prompt* (never of generated tokens, which were
   read one at a time), so every block of the cache holds exactly what a fresh read would compute:
-  the same messages give the same reply on a fresh or a used model object, on every build.
+  the same messages give the same reply on a fresh or a used model object, on every build. That
+  cache, and the state file that carries a prompt start between processes, live in
+  ``explicit_react.llama_cache`` (``aligned_reuse`` is re-exported here).
 - **Quiet.** llama.cpp's own log goes to the ``explicit_react.llama`` logger, printed only when the
   model is built with ``verbose=True``.
 
@@ -21,13 +23,11 @@ Importing this module imports llama_cpp; ``explicit_react.models`` imports it on
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import json
 import logging
-import os
 import sys
 import threading
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -43,6 +43,7 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict, Field, PrivateAttr
 
+from explicit_react.llama_cache import AlignedLlama, aligned_reuse, state_file
 from explicit_react.llama_tools import (
     ToolRequest,
     compiled_grammar,
@@ -51,6 +52,8 @@ from explicit_react.llama_tools import (
     template_renders_tools,
     with_tools_text,
 )
+
+__all__ = ["ChatLlama", "aligned_reuse", "logger"]
 
 logger = logging.getLogger("explicit_react.llama")
 """Where llama.cpp's own log lines go, all at level DEBUG."""
@@ -69,90 +72,6 @@ def _log_to_logger(_level: int, text: bytes, _user_data: ctypes.c_void_p) -> Non
 
 
 llama_cpp.llama_log_set(_log_to_logger, ctypes.c_void_p(0))  # replaces llama-cpp-python's printer
-
-
-def aligned_reuse(previous_prompt: Sequence[int], prompt: Sequence[int], block: int) -> int:
-    """How many leading tokens of ``prompt`` may be taken from the cache of ``previous_prompt``.
-
-    The shared prefix, cut back to whole ``block``s, and at least one token left to read (the reply's
-    first token is sampled from the last prompt token's logits).
-    """
-    shared = 0
-    for a, b in zip(previous_prompt, prompt[:-1], strict=False):
-        if a != b:
-            break
-        shared += 1
-    return shared - shared % block
-
-
-class _AlignedLlama(llama_cpp.Llama):
-    """``llama_cpp.Llama`` whose prompt-cache reuse follows ``aligned_reuse``.
-
-    With ``state_file`` set, the first prompt this object reads may start from a state an earlier
-    process saved there, and this object then saves the blocks that prompt shares with it (or, the
-    first time, its own whole blocks): the system prompt and tool list, the same for every question,
-    are read once per model file and settings, not once per process.
-    """
-
-    _last_prompt: list[int]
-    state_file: Path | None = None
-    reused: int = 0
-    """Prompt tokens of the last call taken from the cache rather than read."""
-
-    def generate(
-        self, tokens: Sequence[int], *args: Any, **kwargs: Any
-    ) -> Generator[int, Sequence[int] | None, None]:
-        tokens = list(tokens)
-        save = 0
-        if kwargs.get("reset", True):
-            first = not hasattr(self, "_last_prompt")
-            saved = self._restore_state() if first and self.state_file is not None else []
-            # What is still cached of the last prompt (none after reset()), cut to whole blocks;
-            # Llama.generate then reuses exactly the first n_tokens cached tokens, which match `tokens`.
-            cached = getattr(self, "_last_prompt", saved)[: self.n_tokens]
-            self.n_tokens = self.reused = aligned_reuse(cached, tokens, self.n_batch)
-            self._last_prompt = tokens
-            if first and self.state_file is not None and (not saved or self.reused < len(saved)):
-                # Keep what this prompt shares with the saved one (the part every question starts
-                # with), or, with nothing shared or saved, this prompt's own whole blocks.
-                save = self.reused or aligned_reuse(tokens, tokens, self.n_batch)
-        try:
-            yield from super().generate(tokens, *args, **kwargs)
-        finally:
-            if save:
-                self._save_state(tokens[:save])
-
-    def _restore_state(self) -> list[int]:
-        """Load the saved state, if any: the tokens it holds (their cache is now this object's)."""
-        assert self.state_file is not None
-        if not self.state_file.is_file():
-            return []
-        capacity = self.n_ctx()
-        tokens = (llama_cpp.llama_token * capacity)()
-        count = ctypes.c_size_t(0)
-        loaded = llama_cpp.llama_state_load_file(
-            self._ctx.ctx, str(self.state_file).encode(), tokens, capacity, ctypes.byref(count)
-        )
-        if not loaded:  # another build's or a damaged file: read the prompt as if there were none
-            logger.debug("could not load the prompt state %s", self.state_file)
-            self.reset()
-            return []
-        saved = list(tokens[: count.value])
-        self.input_ids[: len(saved)] = saved
-        self.n_tokens = len(saved)
-        self._requires_eval = True
-        return saved
-
-    def _save_state(self, tokens: list[int]) -> None:
-        """Save the context's state with ``tokens`` as what it holds; written whole or not at all."""
-        assert self.state_file is not None
-        self.state_file.parent.mkdir(parents=True, exist_ok=True)
-        partial = self.state_file.with_name(f"{self.state_file.name}.{os.getpid()}.tmp")
-        array = (llama_cpp.llama_token * len(tokens))(*tokens)
-        if llama_cpp.llama_state_save_file(self._ctx.ctx, str(partial).encode(), array, len(tokens)):
-            os.replace(partial, self.state_file)
-        else:
-            partial.unlink(missing_ok=True)
 
 
 _LLAMA_ARGUMENTS = ("n_ctx", "n_threads", "n_batch", "seed", "verbose")
@@ -204,26 +123,10 @@ class ChatLlama(BaseChatModel):
         _echo_log = _echo_log or self.verbose
         if self.client is None:
             settings = {name: getattr(self, name) for name in _LLAMA_ARGUMENTS}
-            self.client = _AlignedLlama(model_path=self.model_path, **settings, **self.model_kwargs)
+            self.client = AlignedLlama(model_path=self.model_path, **settings, **self.model_kwargs)
             if self.prompt_state_dir is not None:
-                self.client.state_file = self._state_file(Path(self.prompt_state_dir), settings)
-
-    def _state_file(self, folder: Path, settings: dict[str, Any]) -> Path:
-        """The prompt-state file for this model file, llama.cpp build, CPU and context settings: a
-        state is only ever loaded by the build and settings that computed it."""
-        from explicit_react.buildcheck import build_identity
-
-        identity = {
-            **build_identity(Path(self.model_path)),
-            "settings": {k: v for k, v in settings.items() if k not in ("verbose", "n_threads")},
-            # Scalar llama.cpp options (flash_attn, type_k, rope...) change the numbers; a chat
-            # handler only changes which tokens are read, and the file names its tokens.
-            "model_kwargs": {
-                k: v for k, v in self.model_kwargs.items() if isinstance(v, str | int | float | bool)
-            },
-        }
-        key = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:32]
-        return folder / f"{key}.state"
+                folder = Path(self.prompt_state_dir)
+                self.client.state_file = state_file(folder, self.model_path, settings, self.model_kwargs)
 
     @property
     def _llm_type(self) -> str:
