@@ -57,6 +57,10 @@ class ExplicitReActAgent(ReActLoop, Runnable[AgentInput, dict[str, Any]]):
     from ``Step.tool_output`` (the observation, cut to ``max_observation_chars``, stays).
     ``constrain_local`` (text mode): a llama.cpp model's replies are held by a grammar to the
     format, its Actions to the real tool names, and its reply at a limit to a Final Answer.
+    ``check_answer=True`` reads each Final Answer against the question and the tool results before
+    it ends the run (no model call; ``answer_check.py``): an answer with no number where the question
+    asks for one, not in the unit asked, with a calculation left undone, or with a number no source
+    states goes back to the model once per kind of problem, as a step with error ``answer_check``.
     """
 
     def __init__(
@@ -85,6 +89,7 @@ class ExplicitReActAgent(ReActLoop, Runnable[AgentInput, dict[str, Any]]):
         max_reply_chars: int | None = 20_000,
         keep_tool_output: bool = True,
         on_llm_error: Literal["stop", "raise"] = "stop",
+        check_answer: bool = False,
     ) -> None:
         # Every option is checked here, so a mistake fails now and not at the first tool call.
         self.budget = Budget(
@@ -107,6 +112,7 @@ class ExplicitReActAgent(ReActLoop, Runnable[AgentInput, dict[str, Any]]):
             ("verbose", verbose),
             ("constrain_local", constrain_local),
             ("keep_tool_output", keep_tool_output),
+            ("check_answer", check_answer),
         ):
             options.flag(name, value)
         if tools is None:
@@ -149,6 +155,7 @@ class ExplicitReActAgent(ReActLoop, Runnable[AgentInput, dict[str, Any]]):
         self.on_llm_error = on_llm_error
         self.max_reply_chars = max_reply_chars
         self.keep_tool_output = keep_tool_output
+        self.check_answer = check_answer
         self.listeners: list[Any] = list(listeners)
         if verbose:
             from explicit_react.display import TracePrinter

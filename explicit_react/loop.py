@@ -21,6 +21,7 @@ from typing import Any, Literal, Protocol
 
 from langchain_core.agents import AgentAction
 
+from explicit_react.answer_check import AnswerCheck
 from explicit_react.deadline import DeadlineExceeded
 from explicit_react.drivers import Machine, Notify, heard
 from explicit_react.errors import ModelCallError
@@ -74,6 +75,8 @@ class RunState:
     llm_calls: int = 0
     result: AgentResult | None = None
     final_log: str = ""
+    answer_check: AnswerCheck | None = None
+    """Reviews each Final Answer before it ends the run (``check_answer=True``), or ``None``."""
 
     @cached_property
     def callbacks(self) -> Any:
@@ -123,6 +126,7 @@ class ReActLoop:
     max_reply_chars: int | None
     keep_tool_output: bool
     listeners: list[Any]
+    check_answer: bool = False
 
     @property
     def max_iterations(self) -> int | None:
@@ -146,7 +150,23 @@ class ReActLoop:
 
     def new_run(self, question: str, context: str, manager: Any = None) -> RunState:
         """The state of a run that has not started."""
-        return RunState(question, context, RunGuard(self.budget, self.allowed_tools), manager)
+        run = RunState(question, context, RunGuard(self.budget, self.allowed_tools), manager)
+        if self.check_answer:
+            run.answer_check = AnswerCheck(self.calculator_name)
+        return run
+
+    @property
+    def calculator_name(self) -> str | None:
+        """The shown tool that calculates (``SOURCED_NUMBERS`` in its metadata, or "calc" in its
+        name), for the answer check's advice on a calculation left undone; ``None`` when none does."""
+        shown = [
+            t
+            for t in self.executor.tools.values()
+            if self.allowed_tools is None or t.name in self.allowed_tools
+        ]
+        marked = [t.name for t in shown if (t.metadata or {}).get(SOURCED_NUMBERS)]
+        named = [t.name for t in shown if "calc" in t.name.lower()]
+        return next(iter(marked or named), None)
 
     # The loop -----------------------------------------------------------------------------
     def steps(self, run: RunState) -> Machine[None]:
@@ -159,9 +179,12 @@ class ReActLoop:
             try:
                 turn = yield from self.thinking(run)
                 if isinstance(turn.decision, FinalAnswer):
-                    yield from self._finish(run, turn.decision.answer, StopReason.SUCCESS, turn.text)
-                    return
-                acted = yield from self.acting(turn, run)
+                    if (sent_back := self.reviewed(turn.decision, run)) is None:
+                        yield from self._finish(run, turn.decision.answer, StopReason.SUCCESS, turn.text)
+                        return
+                    acted = sent_back
+                else:
+                    acted = yield from self.acting(turn, run)
             except ModelCallError as exc:
                 if self.on_llm_error == "raise":  # for with_retry / with_fallbacks around the agent
                     raise
@@ -259,6 +282,14 @@ class ReActLoop:
             return Acted(cut, tool, StopReason.MAX_SECONDS)
         run.guard.record_call(len(run.steps) + 1, tool, action.tool_input, outcome.observation)
         return Acted(outcome, tool, StopReason.RETURN_DIRECT if outcome.return_direct else None)
+
+    def reviewed(self, answer: FinalAnswer, run: RunState) -> Acted | None:
+        """The answer check's verdict on a Final Answer (``check_answer=True``): ``None`` to accept
+        it, or the feedback that sends it back to the model as a step (``answer_check.py``)."""
+        if run.answer_check is None:
+            return None
+        feedback = run.answer_check.review(run.question, answer.answer, run.sources())
+        return None if feedback is None else Acted(ToolOutcome(feedback, error="answer_check"))
 
     def observe(self, turn: Turn, acted: Acted) -> Step:
         """OBSERVE: record the turn and what it produced as a step."""

@@ -113,24 +113,55 @@ def make_tools(world: World) -> list[BaseTool]:
     ]
 
 
-def run_explicit(model: Any, tools: list[BaseTool], question: str, max_iterations: int) -> dict[str, Any]:
+def run_explicit(
+    model: Any, tools: list[BaseTool], question: str, max_iterations: int, *, check_answer: bool = False
+) -> dict[str, Any]:
     """One question through ``ExplicitReActAgent``."""
     return hand_written.run_explicit(
-        model, question, max_iterations, tools=tools, observation_chars=OBSERVATION_CHARS
+        model,
+        question,
+        max_iterations,
+        tools=tools,
+        observation_chars=OBSERVATION_CHARS,
+        check_answer=check_answer,
     )
 
 
-def run_two_phase(model: Any, tools: list[BaseTool], question: str, max_iterations: int) -> dict[str, Any]:
+def run_explicit_answer_check(
+    model: Any, tools: list[BaseTool], question: str, max_iterations: int, *, check_answer: bool = True
+) -> dict[str, Any]:
+    """One question through ``ExplicitReActAgent(check_answer=True)``: beside ``explicit`` it measures
+    the answer check on the same questions, interleaved."""
+    return run_explicit(model, tools, question, max_iterations, check_answer=True)
+
+
+def run_two_phase(
+    model: Any, tools: list[BaseTool], question: str, max_iterations: int, *, check_answer: bool = False
+) -> dict[str, Any]:
     """One question through ``ExplicitReActAgent(mode="two_phase")``: a Thought call, then a native call, each turn."""
     return hand_written.run_explicit(
-        model, question, max_iterations, tools=tools, observation_chars=OBSERVATION_CHARS, mode="two_phase"
+        model,
+        question,
+        max_iterations,
+        tools=tools,
+        observation_chars=OBSERVATION_CHARS,
+        mode="two_phase",
+        check_answer=check_answer,
     )
 
 
-def run_tool_calling(model: Any, tools: list[BaseTool], question: str, max_iterations: int) -> dict[str, Any]:
+def run_tool_calling(
+    model: Any, tools: list[BaseTool], question: str, max_iterations: int, *, check_answer: bool = False
+) -> dict[str, Any]:
     """One question through ``ExplicitReActAgent(mode="tool_calling")``: one native call each turn."""
     return hand_written.run_explicit(
-        model, question, max_iterations, tools=tools, observation_chars=OBSERVATION_CHARS, mode="tool_calling"
+        model,
+        question,
+        max_iterations,
+        tools=tools,
+        observation_chars=OBSERVATION_CHARS,
+        mode="tool_calling",
+        check_answer=check_answer,
     )
 
 
@@ -158,8 +189,9 @@ def run_minimal_loop(model: Any, tools: list[BaseTool], question: str, max_itera
     }
 
 
-SYSTEMS: dict[str, Callable[[Any, list[BaseTool], str, int], dict[str, Any]]] = {
+SYSTEMS: dict[str, Callable[..., dict[str, Any]]] = {
     "explicit": run_explicit,
+    "explicit_answer_check": run_explicit_answer_check,
     "minimal": run_minimal_loop,
     "classic": run_classic,
     "two_phase": run_two_phase,
@@ -168,6 +200,8 @@ SYSTEMS: dict[str, Callable[[Any, list[BaseTool], str, int], dict[str, Any]]] = 
 DEFAULT_SYSTEMS = ("explicit", "minimal", "classic")
 NATIVE_SYSTEMS = frozenset({"two_phase", "tool_calling"})
 """Systems that need a model with native function calling (not the ideal scripted model)."""
+CHECKABLE_SYSTEMS = frozenset({"explicit", "two_phase", "tool_calling"})
+"""Systems that ``--answer-check`` turns ``check_answer`` on for (explicit_react's agent)."""
 
 
 def tool_calls(record: dict[str, Any], tools: Sequence[BaseTool]) -> int:
@@ -209,6 +243,7 @@ def summarise(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "mean_llm_calls": mean([r["llm_calls"] for r in records], 2),
         "mean_tool_calls": mean([r["tool_calls"] for r in records], 2),
         "mean_minimal_tool_calls": mean([r["minimal_tool_calls"] for r in records], 2),
+        "answers_sent_back": sum(r.get("answers_sent_back", 0) for r in records),
     }
 
 
@@ -241,6 +276,7 @@ def run(args: argparse.Namespace, seeds: Sequence[int], command: str) -> dict[st
             "knowledge": hand_written.KNOWLEDGE_SETTINGS,
             "fresh_context": True,
             "brief": args.brief,
+            "answer_check": args.answer_check,
         },
         "model_load_seconds": round(time.perf_counter() - started, 2),
         "failure_classes": FAILURES,
@@ -256,7 +292,8 @@ def run(args: argparse.Namespace, seeds: Sequence[int], command: str) -> dict[st
                 model = shared_model or ScriptedChatModel(ideal_replies(question))
                 hand_written.fresh_context(model)
                 began = time.perf_counter()
-                record = SYSTEMS[name](model, tools, question.question, args.max_iterations)
+                extra = {"check_answer": True} if args.answer_check and name in CHECKABLE_SYSTEMS else {}
+                record = SYSTEMS[name](model, tools, question.question, args.max_iterations, **extra)
                 record = {
                     "id": question.id,
                     "seed": seed,
@@ -336,6 +373,7 @@ def print_summary(report: dict[str, Any]) -> None:
         "mean_tool_calls",
         "mean_minimal_tool_calls",
         "limit_reached",
+        "answers_sent_back",
     ):
         print(f"| {key} | " + " | ".join(str(summary[n][key]) for n in names) + " |")
 
@@ -366,6 +404,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--brief", action="store_true", help="leave each record's steps out of the JSON")
     parser.add_argument(
+        "--answer-check",
+        action="store_true",
+        help="explicit_react's systems with check_answer=True (the system explicit_answer_check has it always)",
+    )
+    parser.add_argument(
         "--out", type=Path, default=None, help="default: bench/results/generated_<model>_<seeds>.json"
     )
     args = parser.parse_args(argv)
@@ -391,12 +434,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.fresh
             else ("tuning" if args.seeds == "tuning" else "seeds_" + args.seeds.replace(",", "_"))
         )
-        args.out = RESULTS / f"generated_{model_slug}_{label}.json"
+        checked = "_answer_check" if args.answer_check else ""
+        args.out = RESULTS / f"generated_{model_slug}_{label}{checked}.json"
     options = (
         f"--model {args.model} --per-kind {args.per_kind} --systems {args.systems} "
         f"--max-iterations {args.max_iterations} --max-tokens {args.max_tokens} --n-ctx {args.n_ctx}"
         + (f" --threads {args.threads}" if args.threads else "")
         + (" --brief" if args.brief else "")
+        + (" --answer-check" if args.answer_check else "")
     )
     if args.fresh:
         seeds = draw_fresh_seeds(

@@ -174,15 +174,18 @@ def run_explicit(
     tools: list[BaseTool] | None = None,
     observation_chars: int = 300,
     mode: str = "text",
+    check_answer: bool = False,
 ) -> dict[str, Any]:
-    """One question through ``ExplicitReActAgent`` (in ``mode``); the record's framework-specific fields.
-    ``tools`` replaces the tools over ``kb``; each observation is kept to ``observation_chars``."""
+    """One question through ``ExplicitReActAgent`` (in ``mode``, with ``check_answer``); the record's
+    framework-specific fields. ``tools`` replaces the tools over ``kb``; each observation is kept to
+    ``observation_chars``."""
     agent = ExplicitReActAgent(
         model,
         tools or make_tools(kb),
         max_iterations=max_iterations,
         constrain_local=constrain_local,
         mode=mode,  # type: ignore[arg-type]
+        check_answer=check_answer,
     )
     usage = UsageCounter()
     result = agent.run(question, config={"callbacks": [usage]})
@@ -191,6 +194,7 @@ def run_explicit(
         "stop_reason": result.stop_reason.value,
         "steps": len(result.steps),
         "parse_failures": sum(step.error == "parse_error" for step in result.steps),
+        "answers_sent_back": sum(step.error == "answer_check" for step in result.steps),
         "loop_stopped": result.stop_reason.value == "loop_detected",
         "limit_reached": not result.success,
         "llm_calls": usage.calls,
@@ -263,10 +267,18 @@ def run_explicit_unconstrained(
     return run_explicit(model, question, max_iterations, kb, constrain_local=False)
 
 
+def run_explicit_answer_check(
+    model: Any, question: str, max_iterations: int, kb: Path = KB_FOLDER
+) -> dict[str, Any]:
+    """``run_explicit`` with ``check_answer=True``, to measure what the answer check adds."""
+    return run_explicit(model, question, max_iterations, kb, check_answer=True)
+
+
 FRAMEWORKS: dict[str, Callable[[Any, str, int, Path], dict[str, Any]]] = {
     "explicit": run_explicit,
     "classic": run_classic,
     "explicit_unconstrained": run_explicit_unconstrained,
+    "explicit_answer_check": run_explicit_answer_check,
 }
 BOTH = ("explicit", "classic")
 

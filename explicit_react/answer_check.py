@@ -1,0 +1,271 @@
+"""The answer check: a Final Answer read against the question and what the run was told, before it
+is returned (``ExplicitReActAgent(check_answer=True)``).
+
+Four deterministic checks, no model call; the first that fails sends the answer back to the model
+with feedback (``prompts/answer_check.txt``) instead of ending the run:
+
+1. ``number`` / ``year``: the question's wording asks for a quantity ("how many", "how old", "what is
+   the price of ...") or a year ("in which year", "when was ... born"), and the answer holds none;
+2. ``unit``: the question ends "in <unit>?" ("in Drouxcai florins?", ", in kg?") and the answer does
+   not name that unit (singular or plural, or a usual symbol: kg, %, $);
+3. ``arithmetic``: the answer holds a calculation left undone ("10985 / 10855 * 100%"), and the
+   run has a calculator to do it;
+4. ``unsourced``: the answer holds a number that neither the question, the context nor a tool result
+   states (rounded forms of them count), as a guessed value would.
+
+An answer that says the fact could not be found passes: the question may have no answer. Each check
+sends back at most one answer per run, and an answer sent again unchanged is accepted, so the check
+can delay a run by a few steps at most and never loop. Small models are what it is for: Qwen2.5 1.5B
+answered the intermediate company for "how many employees ...", dollars for florins, an unevaluated
+ratio, and a made-up age (bench/results/generated_local_qwen_*.json).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Literal
+
+from explicit_react.policy import COMMON_NUMBERS, numbers_in, sourced_numbers
+from explicit_react.prompt import load_template, render
+
+Expected = Literal["number", "year"]
+
+# The wording of a question that asks for a year, then of one that asks for a quantity.
+_ASKS_YEAR = re.compile(
+    r"\b(?:what|which)\s+year\b|^\s*when\s+(?:was|were|did|will|is|does)\b", re.IGNORECASE
+)
+_ASKS_NUMBER = re.compile(
+    r"\bhow\s+(?:many|much|old|long|far|tall|high|heavy|big|large|wide|deep|often)\b"
+    r"|\b(?:what|which)\s+(?:percentage|percent|fraction|share|proportion)\b"
+    r"|\bby\s+(?:what|how\s+much)\b"
+    r"|^\s*what\s+(?:is|was|are|were|will\s+be)\s+the\s+(?:\w+\s+)?(?:price|cost|population|area|weight"
+    r"|mass|number|height|length|width|depth|distance|age|total|sum|difference|ratio|percentage|amount"
+    r"|speed|temperature|size|count|revenue|salary|duration)\s+(?:of|in)\b"
+    r"|^\s*what\s+(?:do|does|did|would|will)\b.*\bcost\b",
+    re.IGNORECASE,
+)
+
+# A trailing "in <unit>?": one to three words, the last a lowercase word or "%" (a capitalised last
+# word is a place: "How many people live in Wusstelholm?").
+_ASKS_UNIT = re.compile(r"(?:,\s*|\s)in\s+((?:[A-Za-z][\w-]*\s+){0,2}(?:[a-z][\w-]*|%))\s*[?.!]*\s*$")
+_NOT_UNITS = frozenset(
+    [
+        "the",
+        "a",
+        "an",
+        "this",
+        "that",
+        "these",
+        "those",
+        "its",
+        "his",
+        "her",
+        "their",
+        "our",
+        "your",
+        "my",
+        "which",
+        "what",
+        "total",
+        "all",
+        "general",
+        "order",
+        "each",
+        "every",
+        "it",
+        "them",
+        "so",
+    ]
+)
+_UNIT_NAMES = (  # spellings of the same unit; plurals are added by _forms
+    ("percent", "percentage", "per cent", "pct", "%"),
+    ("kilogram", "kilo", "kg"),
+    ("gram", "g"),
+    ("tonne", "ton", "t"),
+    ("pound", "lb", "lbs", "£", "gbp"),
+    ("kilometre", "kilometer", "km", "km²", "km2"),
+    ("metre", "meter", "m"),
+    ("centimetre", "centimeter", "cm"),
+    ("millimetre", "millimeter", "mm"),
+    ("mile", "mi"),
+    ("foot", "feet", "ft"),
+    ("litre", "liter"),
+    ("dollar", "usd", "$"),
+    ("euro", "eur", "€"),
+    ("cent", "¢"),
+    ("hour", "hr", "h"),
+    ("minute", "min"),
+    ("second", "sec"),
+)
+
+# How an answer says that the fact is not there ("The files do not say.", "I could not find it").
+_NOT_FOUND = re.compile(
+    r"\bnot\s+(?:in|found|mentioned|stated|given|available|provided|listed|specified|known|recorded)\b"
+    r"|\bno\s+(?:information|data|mention|record|details?)\b"
+    r"|\b(?:does|do|did)\s*(?:not|n't)\s+(?:say|mention|state|contain|include|give|list|specify|exist)\b"
+    r"|\b(?:cannot|can't|can\s+not|could\s+not|couldn't|unable\s+to)\s+(?:be\s+)?(?:find|found|determine"
+    r"|determined|answer|tell|locate)\b"
+    r"|\bunknown\b|\b(?:not\s+enough|insufficient)\s+information\b",
+    re.IGNORECASE,
+)
+
+# Two or more numbers joined by + - * / × ÷ x ^ (a minus and an "x" need spaces around them:
+# "1990-2000" is a range, "2x" a factor), not followed by "=" (then the result is there too).
+_NUM = r"\$?\d[\d,]*(?:\.\d+)?\s*%?"
+_OPERATOR = r"(?:\s*[+*×÷/^]\s*|\s+[-x]\s+)"
+_EXPRESSION = re.compile(rf"(?<![\w.]){_NUM}(?:{_OPERATOR}{_NUM})+(?!\s*=)(?![\w.])")
+_DATE = re.compile(r"^\d{1,4}/\d{1,2}(?:/\d{1,4})?$")
+
+_WRITTEN = re.compile(
+    r"(?<![\w.])(\d+(?:,\d{3}(?!\d))*(?:\.(\d+))?)(?!\w)(\s*(?:thousand|million|billion)\b)?"
+)
+_SCALES = {"thousand": 1e3, "million": 1e6, "billion": 1e9}
+
+
+def expected_answer(question: str) -> Expected | None:
+    """What the question's wording asks for: a ``"year"``, a ``"number"``, or ``None`` when unsure."""
+    if _ASKS_YEAR.search(question):
+        return "year"
+    if _ASKS_NUMBER.search(question):
+        return "number"
+    return None
+
+
+def asked_unit(question: str) -> str | None:
+    """The unit a quantity question asks for by a trailing "in <unit>?" ("Drouxcai florins"), or ``None``."""
+    match = _ASKS_UNIT.search(question.strip())
+    if match is None or expected_answer(question) != "number":
+        return None
+    unit = match.group(1)
+    return None if unit.split()[0].lower() in _NOT_UNITS else unit
+
+
+def says_not_found(answer: str) -> bool:
+    """Whether the answer says the fact could not be found (such an answer is never sent back)."""
+    return bool(_NOT_FOUND.search(answer.replace("\u2019", "'")))
+
+
+@cache
+def _forms(word: str) -> frozenset[str]:
+    """The ways an answer may name the unit ``word``: singular, plural, and the usual symbols."""
+    word = word.lower()
+    singular = {word, word[:-1] if word.endswith("s") else word, word[:-2] if word.endswith("es") else word}
+    names = {word} | singular
+    for group in _UNIT_NAMES:
+        if singular & set(group):
+            names |= set(group)
+    return frozenset(names | {n + "s" for n in names if n[-1].isalpha() and len(n) > 1})
+
+
+def mentions_unit(answer: str, unit: str) -> bool:
+    """Whether ``answer`` names ``unit`` (its last word, singular or plural, or a symbol for it)."""
+    text = answer.lower()
+    for form in _forms(unit.split()[-1]):
+        if form[0].isalpha():
+            if re.search(rf"(?<![a-z]){re.escape(form)}(?![a-z])", text):
+                return True
+        elif form in text:
+            return True
+    return False
+
+
+def leftover_arithmetic(answer: str) -> str | None:
+    """A calculation written in the answer and not done ("10,985 / 10855 * 100%"), or ``None``."""
+    for match in _EXPRESSION.finditer(answer):
+        if not _DATE.match(match[0].strip()):
+            return match[0].strip()
+    return None
+
+
+def unsourced_answer_numbers(answer: str, sources: str) -> list[str]:
+    """The numbers in ``answer`` that ``sources`` does not state, each as written. A number counts
+    as stated when a stated one rounds to it (``29.54`` from ``29.540094``), also as a percentage
+    (``29.54%`` from ``0.2954``); the numbers of ``policy.COMMON_NUMBERS`` need no source."""
+    wanted = []
+    for match in _WRITTEN.finditer(answer):
+        value = float(match[1].replace(",", "")) * _SCALES.get((match[3] or "").strip().lower(), 1.0)
+        if value not in COMMON_NUMBERS:
+            wanted.append((match[0].strip(), value, len(match[2] or "")))
+    if not wanted:
+        return []
+    known = sourced_numbers(sources)
+
+    def stated(value: float, decimals: int) -> bool:
+        return any(
+            math.isclose(value, k, rel_tol=1e-9)
+            or math.isclose(round(k, decimals), value, rel_tol=1e-9)
+            or math.isclose(round(k * 100, decimals), value, rel_tol=1e-9)
+            for k in known
+        )
+
+    return list(dict.fromkeys(written for written, value, decimals in wanted if not stated(value, decimals)))
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A check that failed: its name and the feedback for the model."""
+
+    check: str
+    feedback: str
+
+
+@cache
+def _feedback() -> dict[str, str]:
+    lines = load_template("answer_check").splitlines()
+    return dict(line.split(": ", 1) for line in lines if line.strip())
+
+
+def _problem(check: str, **values: str) -> Problem:
+    text = _feedback()
+    return Problem(check, f"{render(text[check], **values)} {text['again']}")
+
+
+def find_problem(
+    question: str, answer: str, sources: str, *, calculator: str | None = None, skip: Collection[str] = ()
+) -> Problem | None:
+    """The first check (of those not in ``skip``) that ``answer`` fails, or ``None``.
+
+    ``sources``: the question, the context and the successful tool results, as one text.
+    ``calculator``: the name of the run's calculator tool; without one, check 3 is skipped."""
+    if says_not_found(answer):
+        return None
+    shown = answer if len(answer) <= 200 else answer[:200] + "..."
+    expected = expected_answer(question)
+    if expected == "number" and "number" not in skip and not sourced_numbers(answer):
+        return _problem("number", answer=shown)
+    if expected == "year" and "year" not in skip and not any(100 <= n <= 9999 for n in numbers_in(answer)):
+        return _problem("year", answer=shown)
+    unit = asked_unit(question)
+    if unit is not None and "unit" not in skip and not mentions_unit(answer, unit):
+        return _problem("unit", answer=shown, unit=unit)
+    if calculator is not None and "arithmetic" not in skip and (expression := leftover_arithmetic(answer)):
+        return _problem("arithmetic", expression=expression, calculator=calculator)
+    if "unsourced" not in skip and (missing := unsourced_answer_numbers(answer, sources)):
+        return _problem("unsourced", numbers=" and ".join(missing), verb="is" if len(missing) == 1 else "are")
+    return None
+
+
+@dataclass
+class AnswerCheck:
+    """One run's answer check: which checks have sent an answer back, and the answers sent back."""
+
+    calculator: str | None = None
+    """The name of the run's calculator tool (``None``: no arithmetic check)."""
+    fired: set[str] = field(default_factory=set)
+    sent_back: set[str] = field(default_factory=set)
+
+    def review(self, question: str, answer: str, sources: str) -> str | None:
+        """Feedback that sends ``answer`` back to the model, or ``None`` to accept it. A check sends
+        back at most one answer per run; an answer sent back once is accepted when it comes again."""
+        if answer.strip() in self.sent_back:
+            return None
+        problem = find_problem(question, answer, sources, calculator=self.calculator, skip=self.fired)
+        if problem is None:
+            return None
+        self.fired.add(problem.check)
+        self.sent_back.add(answer.strip())
+        return problem.feedback
