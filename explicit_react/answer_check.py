@@ -104,7 +104,7 @@ _UNIT_NAMES = (  # spellings of the same unit; plurals are added by _forms
 
 # How an answer says that the fact is not there ("The files do not say.", "I could not find it").
 _NOT_FOUND = re.compile(
-    r"\bnot\s+(?:in|found|mentioned|stated|given|available|provided|listed|specified|known|recorded)\b"
+    r"\bnot\s+(?:\w+ly\s+)?(?:in|found|mentioned|stated|given|available|provided|listed|specified|known|recorded)\b"
     r"|\bno\s+(?:information|data|mention|record|details?)\b"
     r"|\b(?:does|do|did)\s*(?:not|n't)\s+(?:say|mention|state|contain|include|give|list|specify|exist)\b"
     r"|\b(?:cannot|can't|can\s+not|could\s+not|couldn't|unable\s+to)\s+(?:be\s+)?(?:find|found|determine"

@@ -99,6 +99,11 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("generate", "force"),
         help="at a limit: ask once more for an answer (generate, default) or just stop (force)",
     )
+    limits.add_argument(
+        "--check-answer",
+        action="store_true",
+        help="send a final answer that fails a check (no number, wrong unit, unsourced number) back once",
+    )
 
     output = parser.add_argument_group("output")
     output.add_argument(
@@ -230,6 +235,8 @@ def build_agent(args: argparse.Namespace) -> ExplicitReActAgent:
     options = {key: value for key, value in options.items() if value is not None}
     if args.mode != "text":
         options["mode"] = args.mode
+    if args.check_answer:
+        options["check_answer"] = True
     listeners = [LiveTrace()] if args.verbose else []
     return ExplicitReActAgent(llm, tools, trace_path=args.trace, listeners=listeners, **options)
 

@@ -389,3 +389,14 @@ def test_a_piped_trace_does_not_wrap_long_lines(monkeypatch: pytest.MonkeyPatch,
     assert not console.is_terminal and console.soft_wrap
     console.print("word " * 40)
     assert len(capsys.readouterr().err.splitlines()) == 1
+
+
+def test_check_answer_sends_a_wordless_answer_back(tmp_path: Path, capsys: Any) -> None:
+    replies = [final("Paris"), action("search", "population of Paris"), final("2100000")]
+    argv = ["-q", "--json", "--model", script(tmp_path, *replies), "--tools", "search"]
+    assert cli.main([*argv, "--check-answer", "How many people live in Paris?"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["answer"] == "2100000"
+    assert [s["error"] for s in data["steps"]] == ["answer_check", None]
+    assert cli.main([*argv, "How many people live in Paris?"]) == 0  # off by default
+    assert json.loads(capsys.readouterr().out)["answer"] == "Paris"

@@ -380,3 +380,19 @@ def test_bm25_alone_missed_facts_that_the_ranking_now_finds(capsys: pytest.Captu
     total = capsys.readouterr().out.splitlines()[-1]
     searches = sum(1 for q in world().questions for c in q.plan if c.facts)
     assert total == f"| **all** | {searches} | 3 | 0 |"
+
+
+def test_the_answer_check_does_not_slow_the_ideal_model(tmp_path: Path) -> None:
+    # --answer-check turns check_answer on for explicit_react's systems; explicit_answer_check has it
+    # always. A strong model's answers pass every check: no answer goes back, no step is added.
+    out = tmp_path / "checked.json"
+    argv = ["--model", "ideal", "--seeds", "3", "--per-kind", "2", "--answer-check", "--out", str(out)]
+    assert generated.main([*argv, "--systems", "explicit,explicit_answer_check"]) == 0
+    report = json.loads(out.read_text(encoding="utf-8"))
+    assert report["settings"]["answer_check"] and "--answer-check" in report["command"]
+    for system in ("explicit", "explicit_answer_check"):
+        records = report["records"][system]
+        assert len(records) == 2 * len(worlds.KINDS)
+        assert all(r["correct"] and r["answers_sent_back"] == 0 for r in records), system
+        assert all(r["tool_calls"] == r["minimal_tool_calls"] == r["llm_calls"] - 1 for r in records), system
+        assert report["summary"][system]["answers_sent_back"] == 0
