@@ -124,6 +124,8 @@ _WRITTEN = re.compile(
     r"(?<![\w.])(\d+(?:,\d{3}(?!\d))*(?:\.(\d+))?)(?!\w)(\s*(?:thousand|million|billion)\b)?"
 )
 _SCALES = {"thousand": 1e3, "million": 1e6, "billion": 1e9}
+_UNIT_FACTORS = (1000.0, 100.0, 60.0, 24.0, 3600.0, 12.0, 7.0, 52.0, 365.0)
+"""One multiplication or division by these converts a unit (kilo, cents, minutes, days, dozens, weeks)."""
 
 
 def expected_answer(question: str) -> Expected | None:
@@ -182,9 +184,13 @@ def leftover_arithmetic(answer: str) -> str | None:
 
 
 def unsourced_answer_numbers(answer: str, sources: str) -> list[str]:
-    """The numbers in ``answer`` that ``sources`` does not state, each as written. A number counts
-    as stated when a stated one rounds to it (``29.54`` from ``29.540094``), also as a percentage
-    (``29.54%`` from ``0.2954``); the numbers of ``policy.COMMON_NUMBERS`` need no source."""
+    """The numbers in ``answer`` that ``sources`` does not state, each as written.
+
+    A number counts as stated when a stated one rounds to it (``29.54`` from ``29.540094``), also as
+    a percentage (``29.54%`` from ``0.2954``), or when one unit conversion of a stated one gives it
+    exactly, or to the decimals written when there are two or more (``7000`` grams from ``7`` kg,
+    ``1.5`` hours from ``90`` minutes): a small model checks nothing there, and a strong one does
+    that in its head. The numbers of ``policy.COMMON_NUMBERS`` need no source."""
     wanted = []
     for match in _WRITTEN.finditer(answer):
         value = float(match[1].replace(",", "")) * _SCALES.get((match[3] or "").strip().lower(), 1.0)
@@ -193,6 +199,7 @@ def unsourced_answer_numbers(answer: str, sources: str) -> list[str]:
     if not wanted:
         return []
     known = sourced_numbers(sources)
+    converted = {k * f for k in known for f in _UNIT_FACTORS} | {k / f for k in known for f in _UNIT_FACTORS}
 
     def stated(value: float, decimals: int) -> bool:
         return any(
@@ -200,6 +207,10 @@ def unsourced_answer_numbers(answer: str, sources: str) -> list[str]:
             or math.isclose(round(k, decimals), value, rel_tol=1e-9)
             or math.isclose(round(k * 100, decimals), value, rel_tol=1e-9)
             for k in known
+        ) or any(
+            math.isclose(value, k, rel_tol=1e-9)
+            or (decimals >= 2 and math.isclose(round(k, decimals), value, rel_tol=1e-9))
+            for k in converted
         )
 
     return list(dict.fromkeys(written for written, value, decimals in wanted if not stated(value, decimals)))

@@ -125,6 +125,9 @@ def test_an_answer_number_is_sourced_when_a_source_rounds_to_it() -> None:
     assert unsourced_answer_numbers("995 years and 29.6%", sources) == ["995", "29.6"]
     assert unsourced_answer_numbers("2 dozen, 100%", "") == []  # common numbers need no source
     assert unsourced_answer_numbers("4.2 million", "a population of 4,200,000") == []
+    # one unit conversion of a stated number, exact (or to two decimals and more)
+    assert unsourced_answer_numbers("7000 grams, 1.5 hours, 1.58 hours", "7 kg; 90 and 95 minutes") == []
+    assert unsourced_answer_numbers("1.6 hours", "95 minutes") == ["1.6"]  # 1.5833 rounds to 1.6 only
 
 
 @pytest.mark.parametrize(

@@ -20,6 +20,7 @@ from explicit_react.tools import KnowledgeBaseTool, calculator
 EVAL = Path(__file__).resolve().parents[1] / "bench" / "eval"
 sys.path.insert(0, str(EVAL))
 
+import answer_check_replay  # noqa: E402
 import answers  # noqa: E402
 import failures  # noqa: E402
 import generated  # noqa: E402
@@ -396,3 +397,8 @@ def test_the_answer_check_does_not_slow_the_ideal_model(tmp_path: Path) -> None:
         assert all(r["correct"] and r["answers_sent_back"] == 0 for r in records), system
         assert all(r["tool_calls"] == r["minimal_tool_calls"] == r["llm_calls"] - 1 for r in records), system
         assert report["summary"][system]["answers_sent_back"] == 0
+    # replayed over the saved records, the check sends none of these right answers back either
+    counts = answer_check_replay.replay(report["records"]["explicit"])
+    assert counts == {("right", "-"): 2 * len(worlds.KINDS)}
+    wrong = [{**r, "answer": "Vionlio Optics", "correct": False} for r in report["records"]["explicit"]]
+    assert answer_check_replay.replay(wrong)["wrong", "number"] > 0
