@@ -316,3 +316,25 @@ def test_native_tool_calling_answers_are_checked() -> None:
 def test_check_answer_must_be_a_flag(value: object) -> None:
     with pytest.raises(ConfigurationError, match="check_answer must be True or False"):
         ExplicitReActAgent(ScriptedChatModel([]), [calculator], check_answer=value)  # type: ignore[arg-type]
+
+
+def test_two_phase_answers_are_checked() -> None:
+    # each turn: a Thought call, then an act call; an act reply with no tool call is the answer
+    model = ScriptedChatModel(
+        [
+            "I think he was born long ago.",
+            "He will be 995.",
+            "I should look him up.",
+            AIMessage(
+                content="",
+                tool_calls=[{"name": "knowledge_search", "args": {"query": "Flir Prallthom"}, "id": "1"}],
+            ),
+            "Born in 1944, so 2039 - 1944 = 95.",
+            "He will turn 95.",
+        ]
+    )
+    agent_ = ExplicitReActAgent(model, [knowledge_search], mode="two_phase", check_answer=True)
+    result = agent_.run("How old will Flir Prallthom turn in 2039?")
+    assert [s.error for s in result.steps] == ["answer_check", None]
+    assert result.steps[0].observation.startswith("Error: 995 in your Final Answer")
+    assert result.answer == "He will turn 95." and result.success
