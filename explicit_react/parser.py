@@ -80,6 +80,15 @@ def parse(text: str, *, labels: Labels = DEFAULT_LABELS, tools: Collection[str] 
 
     Raises ``ParseError`` (and nothing else) with feedback for the model when the reply cannot be read.
     """
+    if labels is DEFAULT_LABELS and (quick := _well_formed(text)) is not None:
+        return quick
+    return parse_in_full(text, labels, tools)
+
+
+def parse_in_full(
+    text: str, labels: Labels = DEFAULT_LABELS, tools: Collection[str] = ()
+) -> Action | FinalAnswer:
+    """``parse`` without its shortcut for a reply in exactly the prompt's format: every step below."""
     real = frozenset(name.lower() for name in tools)
     grammar = compile_labels(labels)
     text = _clean(text, grammar)
@@ -110,6 +119,49 @@ def plain_text(text: str, *, labels: Labels = DEFAULT_LABELS) -> str | None:
     grammar = compile_labels(labels)
     text = _clean(text, grammar).strip()
     return text if text and not find_labels(text, grammar, limit=1) else None
+
+
+# -- 0. The common case ----------------------------------------------------------------------------
+# A reply written exactly in the prompt's format: one Thought line, then an Action line with a plain
+# tool name and one Action Input line, or a Final Answer. Most replies are; reading them takes one
+# match instead of the steps below. ``_well_formed`` returns exactly what those steps return for such
+# a reply (bench/parser_fast_path.py checks it on the corpus, the fuzz generator and the tests' cases),
+# and ``None`` whenever anything in the reply could make them read it otherwise.
+_WELL_FORMED = re.compile(
+    rf"{THOUGHT}:(?P<thought>[^\n]*+)\n"
+    rf"(?:{ACTION}:[ \t]*+(?P<tool>[A-Za-z](?:[A-Za-z0-9_-]*+(?<![_]))?+)[ \t]*+\n"
+    rf"{ACTION_INPUT}:(?P<input>[^\n]*+)\s*+"
+    rf"|{FINAL_ANSWER}:(?P<answer>.*+))\Z",
+    re.S,
+)
+_QUICK_REFUSED = ("\r", "<|", "```", "bservation")
+"""Text the general path treats specially: line endings and special tokens it cleans, fences it
+masks, an Observation it cuts (checked here as text anywhere, not only where it would cut)."""
+_SPECIAL_TOOLS = _NO_TOOL | {FINAL_ANSWER.lower(), DEFAULT_LABELS.finish.lower()}
+
+
+def _well_formed(text: str) -> Action | FinalAnswer | None:
+    """``parse(text)`` for a reply in exactly the prompt's format, or ``None`` to read it in full.
+
+    The only labels in such a reply are the line openers the pattern matched: no other label word
+    followed by a colon is anywhere in its values (``Grammar.label`` finds none in them)."""
+    match = _WELL_FORMED.match(text)
+    if match is None or any(refused in text for refused in _QUICK_REFUSED):
+        return None
+    thought, tool, value = match["thought"], match["tool"], match["input"]
+    if value is None:
+        value = match["answer"]
+        if _has_label(thought) or _has_label(value) or not value.strip():
+            return None
+        return FinalAnswer(value.strip(), thought.strip(), text.rstrip())
+    if _has_label(thought) or _has_label(value) or tool.lower() in _SPECIAL_TOOLS:
+        return None
+    return Action(tool, read_tool_input(text[match.start("input") :]), thought.strip(), text.rstrip())
+
+
+def _has_label(value: str) -> bool:
+    """Whether ``value`` holds anything the label pattern matches (every label ends at a colon)."""
+    return (":" in value or "：" in value) and compile_labels(DEFAULT_LABELS).label.search(value) is not None
 
 
 # -- 1. Clean ---------------------------------------------------------------------------------------

@@ -21,7 +21,9 @@ from explicit_react.parser import (
     OBSERVATION,
     THOUGHT,
     Labels,
+    _well_formed,
     parse,
+    parse_in_full,
 )
 from explicit_react.scanners import MAX_CALL_SYNTAX
 from explicit_react.types import Action, FinalAnswer
@@ -916,3 +918,70 @@ def test_nearly_valid_json_nested_past_the_limit_is_kept_as_text(depth: int, rea
 def test_a_json_blob_written_with_unicode_escapes_is_found() -> None:
     result = parse('Thought: t\n{"\\u0061ction": "search", "action_input": "x"} and {"b": 1}')
     assert isinstance(result, Action) and (result.tool, result.tool_input) == ("search", "x")
+
+
+# -- The shortcut for a reply in exactly the prompt's format ----------------------------------------
+# bench/parser_fast_path.py compares it with the full reading on the corpus, the fuzz generator and
+# every string in tests/; here, the canonical replies and a property over near misses.
+def _full_or_error(text: str, tools: tuple[str, ...] = ()) -> object:
+    try:
+        return parse_in_full(text, tools=tools)
+    except ParseError as exc:
+        return exc.feedback
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Thought: I need to look this up.\nAction: lookup\nAction Input: item 7",
+        "Thought: I need to look this up.\nAction: lookup\nAction Input: item 7\n",
+        'Thought:\nAction: web-search\nAction Input: {"query": "a: b", "n": 2}',
+        "Thought: I now know the final answer\nFinal Answer: item 7 is 42",
+        "Thought: done\nFinal Answer: two lines\nof answer",
+    ],
+)
+def test_the_shortcut_reads_a_well_formed_reply_as_the_full_reading_does(text: str) -> None:
+    quick = _well_formed(text)
+    assert quick is not None
+    assert quick == parse_in_full(text) == parse(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Thought: x\nAction: lookup\nAction Input: a\nObservation: made up",  # the cut
+        "Thought: x\nAction: none\nAction Input: a",  # names no tool
+        "Thought: x\nAction: Finish\nAction Input: a",  # finishes
+        "Thought: use Action: lookup\nAction: lookup\nAction Input: a",  # a label in a value
+        "Thought: x\nAction: lookup\nAction Input: a Final Answer: b",  # a conflict
+        "Thought: x\nFinal Answer: ",  # empty answer
+        "Thought: x\r\nAction: lookup\r\nAction Input: a",  # line endings to clean
+        "Thought: x\nAction: lookup_\nAction Input: a",  # a name the reader trims
+    ],
+)
+def test_the_shortcut_leaves_what_the_full_reading_treats_specially(text: str) -> None:
+    assert _well_formed(text) is None
+
+
+_VALUE_PARTS = st.sampled_from(
+    [*FRAGMENTS, "a", " ", ":", "：", "\u2028", "\x85", "\t", "Obs", "{", '"', "x_", "none", "Finish"]
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    thought=st.lists(_VALUE_PARTS, max_size=4).map("".join),
+    tool=st.sampled_from(["lookup", "a", "web-search", "x_", "none", "Finish", "Input"]),
+    value=st.lists(st.one_of(_VALUE_PARTS, st.text(max_size=3)), max_size=6).map("".join),
+    final=st.booleans(),
+    end=st.sampled_from(["", "\n", " \n\n", "\nObservation:"]),
+)
+def test_the_shortcut_agrees_with_the_full_reading(
+    thought: str, tool: str, value: str, final: bool, end: str
+) -> None:
+    decision = f"Final Answer: {value}" if final else f"Action: {tool}\nAction Input: {value}"
+    text = f"Thought: {thought}\n{decision}{end}"
+    quick = _well_formed(text)
+    if quick is not None:
+        for tools in ((), ("none", "finish", "lookup")):
+            assert quick == _full_or_error(text, tools)
