@@ -27,8 +27,32 @@ def load_template(name: str) -> str:
 
 
 def render(template: str, **values: str) -> str:
-    """Fill ``${name}`` placeholders in one pass; unknown ``$`` signs are left alone."""
-    return Template(template).safe_substitute(values)
+    """Fill ``${name}`` placeholders in one pass; unknown ``$`` signs are left alone (what
+    ``string.Template.safe_substitute`` does, with the template split into its pieces once)."""
+    return "".join(
+        [
+            piece if name is None or name not in values else str(values[name])
+            for piece, name in _pieces(template)
+        ]
+    )
+
+
+@lru_cache(maxsize=128)
+def _pieces(template: str) -> tuple[tuple[str, str | None], ...]:
+    """The template as (text, placeholder name) pieces: literal text has no name (``$$`` is already
+    ``$``); a placeholder keeps its own text, written back when no value is given for it."""
+    pieces: list[tuple[str, str | None]] = []
+    position = 0
+    for match in Template.pattern.finditer(template):
+        pieces.append((template[position : match.start()], None))
+        name = match["named"] or match["braced"]
+        if match["escaped"] is not None:
+            pieces.append((Template.delimiter, None))
+        else:  # a placeholder, or a lone "$" (invalid), which stays as written
+            pieces.append((match.group(), name))
+        position = match.end()
+    pieces.append((template[position:], None))
+    return tuple(piece for piece in pieces if piece[0])
 
 
 @dataclass(frozen=True)
@@ -139,11 +163,20 @@ class ReActPrompt:
         self.system_template = system if system is not None else default
         self.custom_system = self.system_template.strip() != default.strip()
         """True when ``system`` differs from ``prompts/system.txt``."""
+        self._last_system: tuple[tuple[Any, ...], tuple[ToolSpec, ...], str] | None = None
 
     def system(self, tools: Sequence[ToolSpec]) -> str:
-        """The system message: instructions, the tool list and the reply format."""
+        """The system message: instructions, the tool list and the reply format.
+
+        The same at every step of a run: the last one is kept, for the same (frozen) tool specs."""
+        key = (self.system_template, *map(id, tools))
+        last = self._last_system
+        if last is not None and last[0] == key:
+            return last[2]
         listing = "\n".join(t.describe() for t in tools) or "(no tools: answer from what you know)"
-        return _system(self.system_template, listing, ", ".join(t.name for t in tools))
+        text = _system(self.system_template, listing, ", ".join(t.name for t in tools))
+        self._last_system = (key, tuple(tools), text)  # the specs are held, so their ids stay theirs
+        return text
 
     def messages(
         self,

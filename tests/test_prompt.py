@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import warnings
+from importlib import resources
+from string import Template
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from explicit_react import ConfigurationError, ExplicitReActAgent
 from explicit_react.errors import PromptWarning
-from explicit_react.prompt import ReActPrompt, ToolSpec, load_template
+from explicit_react.prompt import ReActPrompt, ToolSpec, load_template, render
 from explicit_react.testing import ScriptedChatModel
 from tests.helpers import final, search
 
@@ -82,3 +86,30 @@ def test_a_langchain_style_custom_prompt_reaches_the_model() -> None:
     agent.run("Capital of France?")
     system = model.calls[0].messages[0].content
     assert "- search: Look up a fact." in system and "{tools}" not in system
+
+
+_TEMPLATE_PARTS = st.sampled_from(
+    ["$", "$$", "${", "}", "$a", "${a}", "${b}", "$b_1", "${ }", "$1", "a", " ", "\n", "{"]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(template=st.lists(st.one_of(_TEMPLATE_PARTS, st.text(max_size=3)), max_size=12).map("".join))
+def test_render_fills_placeholders_as_string_template_does(template: str) -> None:
+    values = {"a": "$b ${a}", "b": "x"}
+    assert render(template, **values) == Template(template).safe_substitute(values)
+    assert render(template) == Template(template).safe_substitute()
+
+
+def test_every_prompt_file_renders_as_string_template_does() -> None:
+    values = {
+        "tools": "- t: x",
+        "tool_names": "t",
+        "format": "F",
+        "question": "Q $x",
+        "context": "",
+        "scratchpad": "S",
+    }
+    for path in (resources.files("explicit_react") / "prompts").iterdir():
+        text = path.read_text(encoding="utf-8")
+        assert render(text, **values) == Template(text).safe_substitute(values)
