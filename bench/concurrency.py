@@ -26,7 +26,8 @@ whole agent, CPU per question as above.
 
 Before and after a change: ``--trees OLD,NEW`` measures only the CPU per question, of explicit_react
 and of the LangChain calls alone, for the explicit_react of each source tree (a git worktree of
-another commit, say), in fresh processes taking turns, ``--rounds`` times each:
+another commit, say), in fresh processes taking turns, ``--rounds`` times each; in each process the
+agent and the LangChain calls alone take turns ``--repeats`` times, and each keeps its least CPU:
 
     python bench/concurrency.py --trees /tmp/before,. --rounds 4
 """
@@ -359,28 +360,38 @@ def breakdown(n: int, kind: str, rounds: int) -> list[dict[str, Any]]:
     ]
 
 
-def cpu_per_question(n: int, tools: list[str], names: list[str] | None = None) -> list[dict[str, Any]]:
+def cpu_per_question(
+    n: int, tools: list[str], names: list[str] | None = None, repeats: int = 1
+) -> list[dict[str, Any]]:
     """CPU milliseconds per question with the model's delay at 0 (``time.process_time``, which counts
     every thread, over ``n`` questions at concurrency 50): the cost concurrency cannot hide. Also the
-    asyncio tasks each question creates. ``names``: the frameworks to measure (all by default)."""
+    asyncio tasks each question creates. ``names``: the frameworks to measure (all by default).
+    ``repeats``: the frameworks take turns this many times and each keeps its least CPU (on a loaded
+    machine the least is the one least disturbed by other processes)."""
     rows = []
     for kind in tools:
-        for name in names or FRAMEWORKS:
-            batch = FRAMEWORKS[name](0.0, TOOLS[kind])
-            tasks = tasks_per_question(name, batch, min(n, 50))  # also the warm-up
-            gc.collect()
-            began = time.process_time()
-            outputs = asyncio.run(batch(questions(n), 50))
-            seconds = time.process_time() - began
-            check(name, outputs, n)
-            rows.append(
-                {
-                    "framework": name,
-                    "tool": kind,
-                    "cpu_ms_per_question": 1000 * seconds / n,
-                    "tasks_per_question": tasks,
-                }
-            )
+        batches = {name: FRAMEWORKS[name](0.0, TOOLS[kind]) for name in names or FRAMEWORKS}
+        tasks = {
+            name: tasks_per_question(name, batch, min(n, 50)) for name, batch in batches.items()
+        }  # warm-up
+        samples: dict[str, list[float]] = {name: [] for name in batches}
+        for _ in range(repeats):
+            for name, batch in batches.items():
+                gc.collect()
+                began = time.process_time()
+                outputs = asyncio.run(batch(questions(n), 50))
+                samples[name].append(1000 * (time.process_time() - began) / n)
+                check(name, outputs, n)
+        rows += [
+            {
+                "framework": name,
+                "tool": kind,
+                "cpu_ms_per_question": min(samples[name]),
+                "samples": samples[name],
+                "tasks_per_question": tasks[name],
+            }
+            for name in batches
+        ]
     return rows
 
 
@@ -389,7 +400,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--questions", type=int, default=200)
     parser.add_argument("--delay", type=float, default=0.05, help="seconds the model waits per call")
     parser.add_argument("--levels", default="1,10,50,200", help="concurrency levels, comma-separated")
-    parser.add_argument("--repeats", type=int, default=3, help="repetitions per level above 1")
+    parser.add_argument(
+        "--repeats", type=int, default=3, help="repetitions per level above 1; with --trees: runs per process"
+    )
     parser.add_argument("--tools", default="sync,async", help="tool kinds, comma-separated: sync, async")
     parser.add_argument("--quick", action="store_true", help="10 questions, 5 ms, levels 1,5 (smoke test)")
     parser.add_argument("--out", type=Path, default=None, help="default: results/concurrency.json")
@@ -404,7 +417,9 @@ def main(argv: list[str] | None = None) -> int:
         args.questions, args.delay, args.levels, args.repeats, args.rounds = 10, 0.005, "1,5", 1, 1
     cpu_questions = 20 if args.quick else 1000
     if args.worker:
-        rows = cpu_per_question(cpu_questions, args.tools.split(","), ["explicit_react", NO_AGENT])
+        rows = cpu_per_question(
+            cpu_questions, args.tools.split(","), ["explicit_react", NO_AGENT], args.repeats
+        )
         print(json.dumps({"package": explicit_react.__file__, "cpu": rows}))
         return 0
     if args.trees:
@@ -512,7 +527,7 @@ def compare_trees(args: argparse.Namespace, trees: list[Path]) -> int:
     """``--trees``: CPU per question of each tree's explicit_react and of the LangChain calls alone,
     measured in the same process, the processes taking turns."""
     load_before = load_average()
-    worker = ["--tools", args.tools] + (["--quick"] if args.quick else [])
+    worker = ["--tools", args.tools, "--repeats", str(args.repeats)] + (["--quick"] if args.quick else [])
     runs = run_in_trees(Path(__file__), trees, args.rounds, worker)
     load_after = load_average()
     summary: dict[str, dict[str, Any]] = {}
@@ -539,13 +554,22 @@ def compare_trees(args: argparse.Namespace, trees: list[Path]) -> int:
             rows.append([tree, kind, f"{median(ours):.3f}", f"{median(floor):.3f}", f"{median(ratios):.2f}"])
     print(
         f"CPU ms per question, no model delay, {20 if args.quick else 1000} questions at concurrency 50, "
-        f"{args.rounds} processes per tree taking turns (load average {load_before} before, {load_after} after)\n"
+        f"{args.rounds} processes per tree taking turns, each the least of {args.repeats} runs taking turns "
+        f"(load average {load_before} before, {load_after} after)\n"
     )
     print(
         table(["tree", "tool", "explicit_react", "LangChain calls alone", "ratio (median of rounds)"], rows)
     )
     out = args.out or RESULTS / "concurrency_trees.json"
-    write_json(out, {"load_average": [load_before, load_after], "rounds": args.rounds, "trees": summary})
+    write_json(
+        out,
+        {
+            "load_average": [load_before, load_after],
+            "rounds": args.rounds,
+            "repeats_per_process": args.repeats,
+            "trees": summary,
+        },
+    )
     return 0
 
 
