@@ -176,11 +176,46 @@ def mentions_unit(answer: str, unit: str) -> bool:
 
 
 def leftover_arithmetic(answer: str) -> str | None:
-    """A calculation written in the answer and not done ("10,985 / 10855 * 100%"), or ``None``."""
+    """A calculation written in the answer and not done ("10,985 / 10855 * 100%"), or ``None``. One
+    whose result the answer also gives ("4550 dollars (9400 - 4850)") is done."""
     for match in _EXPRESSION.finditer(answer):
-        if not _DATE.match(match[0].strip()):
-            return match[0].strip()
+        expression = match[0].strip()
+        if _DATE.match(expression):
+            continue
+        value = _value(expression)
+        if value is not None and any(
+            math.isclose(round(result, decimals), number, rel_tol=1e-9)
+            for _, number, decimals in _written(answer)
+            for result in (value, value * 100)
+        ):
+            continue
+        return expression
     return None
+
+
+def _value(expression: str) -> float | None:
+    """What the calculator makes of ``expression`` as written in prose, or ``None`` when it cannot."""
+    # Imported here: importing the agent does not load the tools package otherwise.
+    from explicit_react.tools.calculator import CalculationError, evaluate
+
+    text = re.sub(r"(?<=\d),(?=\d{3})", "", expression).replace("$", "").replace("%", "")
+    text = text.replace("×", "*").replace("÷", "/").replace("^", "**").replace(" x ", " * ")
+    try:
+        return float(evaluate(text))
+    except (CalculationError, TypeError, ValueError):
+        return None
+
+
+def _written(text: str) -> list[tuple[str, float, int]]:
+    """The numbers written in ``text``: as written, the value ("4.2 million" is 4.2e6), the decimals."""
+    return [
+        (
+            m[0].strip(),
+            float(m[1].replace(",", "")) * _SCALES.get((m[3] or "").strip().lower(), 1.0),
+            len(m[2] or ""),
+        )
+        for m in _WRITTEN.finditer(text)
+    ]
 
 
 def unsourced_answer_numbers(answer: str, sources: str) -> list[str]:
@@ -191,11 +226,11 @@ def unsourced_answer_numbers(answer: str, sources: str) -> list[str]:
     exactly, or to the decimals written when there are two or more (``7000`` grams from ``7`` kg,
     ``1.5`` hours from ``90`` minutes): a small model checks nothing there, and a strong one does
     that in its head. The numbers of ``policy.COMMON_NUMBERS`` need no source."""
-    wanted = []
-    for match in _WRITTEN.finditer(answer):
-        value = float(match[1].replace(",", "")) * _SCALES.get((match[3] or "").strip().lower(), 1.0)
-        if value not in COMMON_NUMBERS:
-            wanted.append((match[0].strip(), value, len(match[2] or "")))
+    wanted = [
+        (written, value, decimals)
+        for written, value, decimals in _written(answer)
+        if value not in COMMON_NUMBERS
+    ]
     if not wanted:
         return []
     known = sourced_numbers(sources)

@@ -110,6 +110,10 @@ def test_a_unit_is_named_singular_plural_or_as_a_symbol(answer: str, unit: str, 
         ("It is 9400 - 4850 dollars.", "9400 - 4850"),
         ("3 × 1200", "3 × 1200"),
         ("9400 - 4850 = 4550 dollars", None),  # the result is there
+        ("4,550 dollars (9400 - 4850)", None),
+        ("1.2% (10,985 / 10855 * 100% - 100)", None),
+        ("about 101.2% (10985 / 10855)", None),  # as a percentage
+        ("4551 dollars (9400 - 4850)", "9400 - 4850"),  # not its result
         ("It ran from 1990-2000.", None),  # a range
         ("Born on 25/11/1990.", None),  # a date
         ("4550 dollars", None),
