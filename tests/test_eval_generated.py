@@ -156,6 +156,9 @@ def question(**fields: Any) -> worlds.Question:
         ({"answer": None}, "The knowledge base doesn't mention a top speed.", True),
         ({"answer": None}, "There is no information about the top speed.", True),
         ({"answer": None}, "I could not find it.", True),
+        ({"answer": None}, "The top speed of the Galquom K9 is not explicitly mentioned.", True),
+        ({"answer": None}, "Its top speed is not directly given in the files.", True),
+        ({"answer": None}, "It is only 40 km/h.", False),
         ({"answer": None}, "Its top speed is 40 km/h.", False),
     ],
 )

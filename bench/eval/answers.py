@@ -15,7 +15,7 @@ _NUMBER = re.compile(r"(?:(?<![A-Za-z\d])-)?(?<![A-Za-z\d.])\d+(?:\.\d+)?")
 
 # How an answer says that the files do not hold the fact asked for.
 _NOT_FOUND = re.compile(
-    r"\bnot\s+(?:in|found|mentioned|stated|given|available|provided|listed|specified|included|known"
+    r"\bnot\s+(?:\w+ly\s+)?(?:in|found|mentioned|stated|given|available|provided|listed|specified|included|known"
     r"|recorded|present|contained)\b"
     r"|\bno\s+(?:information|data|mention|record|details?|figures?|facts?|passages?)\b"
     r"|\b(?:does|do|did)\s*(?:not|n't)\s+(?:say|mention|state|contain|include|give|list|specify|provide"
