@@ -405,3 +405,32 @@ def test_the_answer_check_does_not_slow_the_ideal_model(tmp_path: Path) -> None:
     assert counts == {("right", "-"): 2 * len(worlds.KINDS)}
     wrong = [{**r, "answer": "Vionlio Optics", "correct": False} for r in report["records"]["explicit"]]
     assert answer_check_replay.replay(wrong)["wrong", "number"] > 0
+
+
+def test_show_merges_files_and_scores_again(tmp_path: Path) -> None:
+    """``--show a.json b.json``: records joined by system, a later file's record of the same question
+    wins, and every answer is scored by the current scorer, not the stored verdict."""
+    world = worlds.World.generate(SEED)
+    first, second = worlds.sample(world.questions, 1, SEED)[:2]
+
+    def record(q: worlds.Question, answer: str, stored: bool) -> dict[str, Any]:
+        return {"id": q.id, "seed": SEED, "kind": q.kind, "answer": answer, "correct": stored}
+
+    right = str(first.answer)
+    older = {
+        "seeds": [SEED],
+        "records": {"explicit": [record(first, "no idea", False), record(second, "x", False)]},
+    }
+    newer = {"seeds": [SEED], "records": {"explicit": [record(first, right, False)]}}
+    paths = [tmp_path / "a.json", tmp_path / "b.json"]
+    for path, report in zip(paths, (older, newer), strict=True):
+        path.write_text(json.dumps({"command": "c", "model": "m", **report}), encoding="utf-8")
+
+    report = generated.merged(paths)
+
+    records = {r["id"]: r for r in report["records"]["explicit"]}
+    assert list(records) == [first.id, second.id]
+    assert records[first.id]["answer"] == right
+    assert records[first.id]["correct"] is True  # stored False, scored again
+    assert records[second.id]["correct"] is False
+    assert report["files"] == [str(p) for p in paths]

@@ -326,6 +326,36 @@ def run(args: argparse.Namespace, seeds: Sequence[int], command: str) -> dict[st
     return report
 
 
+def rescored(record: dict[str, Any], world: World) -> dict[str, Any]:
+    """``record`` with its correctness and failure class worked out again by the current scorer."""
+    question = next(q for q in world.questions if q.id == record["id"])
+    record = {**record, "correct": check(question, record["answer"])}
+    if "trace" in record:  # a --brief record keeps the failure class it was given
+        record["failure"] = classify(question, record, world)
+    return record
+
+
+def merged(paths: Sequence[Path]) -> dict[str, Any]:
+    """The results files ``paths`` as one report: records joined by system (a later file's record of
+    the same question replaces an earlier one), each scored again, so runs made before a scorer fix
+    and runs made in pieces read alike. The first file's command is kept, with every file named."""
+    reports = [json.loads(path.read_text(encoding="utf-8")) for path in paths]
+    worlds: dict[int, World] = {}
+    by_system: dict[str, dict[str, dict[str, Any]]] = {}
+    for report in reports:
+        for system, records in report["records"].items():
+            for record in records:
+                world = worlds.setdefault(record["seed"], World.generate(record["seed"]))
+                by_system.setdefault(system, {})[record["id"]] = rescored(record, world)
+    first = reports[0]
+    return {
+        **first,
+        "seeds": sorted({seed for report in reports for seed in report["seeds"]}),
+        "files": [str(path) for path in paths],
+        "records": {system: list(records.values()) for system, records in by_system.items()},
+    }
+
+
 def _write(path: Path, report: dict[str, Any]) -> None:
     report["summary"] = {system: summarise(records) for system, records in report["records"].items()}
     hand_written.write_json(path, report)
@@ -345,7 +375,10 @@ def print_summary(report: dict[str, Any]) -> None:
     summary = report["summary"]
     names = list(summary)
     header = "| | " + " | ".join(names) + " |\n|---|" + "---|" * len(names)
-    print(f"\nmodel {report['model']}, seeds {report['seeds']}, command: {report['command']}\n")
+    print(f"\nmodel {report['model']}, seeds {report['seeds']}, command: {report['command']}")
+    if len(report.get("files", ())) > 1:
+        print("merged from: " + ", ".join(report["files"]))
+    print()
     print(header)
     for kind in KINDS:
         cells = (summary[n]["per_kind"].get(kind, {}) for n in names)
@@ -385,7 +418,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     which.add_argument("--seeds", help="'tuning' or a comma-separated list (e.g. to repeat a report)")
     which.add_argument("--fresh", type=int, help="draw this many never-used seeds and record them")
     which.add_argument(
-        "--show", type=Path, help="print the tables of a results file, on the questions every system answered"
+        "--show",
+        type=Path,
+        nargs="+",
+        help="print the tables of one or more results files (merged by system; each answer scored again "
+        "with the current scorer), on the questions every system answered",
     )
     parser.add_argument("--per-kind", type=int, default=3, help="questions of each kind per seed")
     parser.add_argument(
@@ -417,7 +454,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.model == "ideal" and (native := NATIVE_SYSTEMS & set(args.systems.split(","))):
         parser.error(f"the ideal model writes ReAct text; {', '.join(sorted(native))} need(s) a real model")
     if args.show:
-        report = json.loads(args.show.read_text(encoding="utf-8"))
+        report = merged(args.show)
         records = report["records"]
         done = set.intersection(*({r["id"] for r in of_system} for of_system in records.values()))
         report["summary"] = {
