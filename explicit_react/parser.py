@@ -134,9 +134,9 @@ _WELL_FORMED = re.compile(
     rf"|{FINAL_ANSWER}:(?P<answer>.*+))\Z",
     re.S,
 )
-_QUICK_REFUSED = ("\r", "<|", "```", "bservation")
+_QUICK_REFUSED = re.compile(r"\r|<\||```|bservation")
 """Text the general path treats specially: line endings and special tokens it cleans, fences it
-masks, an Observation it cuts (checked here as text anywhere, not only where it would cut)."""
+masks, an Observation it cuts (looked for anywhere, not only where it would cut)."""
 _SPECIAL_TOOLS = _NO_TOOL | {FINAL_ANSWER.lower(), DEFAULT_LABELS.finish.lower()}
 
 
@@ -146,7 +146,7 @@ def _well_formed(text: str) -> Action | FinalAnswer | None:
     The only labels in such a reply are the line openers the pattern matched: no other label word
     followed by a colon is anywhere in its values (``Grammar.label`` finds none in them)."""
     match = _WELL_FORMED.match(text)
-    if match is None or any(refused in text for refused in _QUICK_REFUSED):
+    if match is None or _QUICK_REFUSED.search(text):
         return None
     thought, tool, value = match["thought"], match["tool"], match["input"]
     if value is None:
