@@ -339,14 +339,10 @@ BREAKDOWN = [
 ]
 
 
-def breakdown(n: int, kind: str, rounds: int) -> list[dict[str, Any]]:
-    """CPU ms per question of each layer of ``layered_batch`` and of the agent itself (``abatch``),
-    measured in turns, ``rounds`` times each; the median and the minimum of each."""
-    batches = {name: layered_batch(i, TOOLS[kind]) for i, name in enumerate(BREAKDOWN)}
-    batches["the agent (abatch)"] = explicit_batch(0.0, TOOLS[kind])
+def cpu_in_turns(batches: dict[str, Batch], n: int, rounds: int) -> dict[str, list[float]]:
+    """CPU ms per question of each batch over ``n`` questions at concurrency 50, the batches taking
+    turns, ``rounds`` times each (every run checked)."""
     samples: dict[str, list[float]] = {name: [] for name in batches}
-    for name, batch in batches.items():  # warm-up
-        check(name, asyncio.run(batch(questions(50), 50)), 50)
     for _ in range(rounds):
         for name, batch in batches.items():
             gc.collect()
@@ -354,6 +350,17 @@ def breakdown(n: int, kind: str, rounds: int) -> list[dict[str, Any]]:
             outputs = asyncio.run(batch(questions(n), 50))
             samples[name].append(1000 * (time.process_time() - began) / n)
             check(name, outputs, n)
+    return samples
+
+
+def breakdown(n: int, kind: str, rounds: int) -> list[dict[str, Any]]:
+    """CPU ms per question of each layer of ``layered_batch`` and of the agent itself (``abatch``),
+    measured in turns, ``rounds`` times each; the median and the minimum of each."""
+    batches = {name: layered_batch(i, TOOLS[kind]) for i, name in enumerate(BREAKDOWN)}
+    batches["the agent (abatch)"] = explicit_batch(0.0, TOOLS[kind])
+    for name, batch in batches.items():  # warm-up
+        check(name, asyncio.run(batch(questions(50), 50)), 50)
+    samples = cpu_in_turns(batches, n, rounds)
     return [
         {"layer": name, "tool": kind, "cpu_ms_per_question": median(v), "min_cpu_ms_per_question": min(v)}
         for name, v in samples.items()
@@ -374,14 +381,7 @@ def cpu_per_question(
         tasks = {
             name: tasks_per_question(name, batch, min(n, 50)) for name, batch in batches.items()
         }  # warm-up
-        samples: dict[str, list[float]] = {name: [] for name in batches}
-        for _ in range(repeats):
-            for name, batch in batches.items():
-                gc.collect()
-                began = time.process_time()
-                outputs = asyncio.run(batch(questions(n), 50))
-                samples[name].append(1000 * (time.process_time() - began) / n)
-                check(name, outputs, n)
+        samples = cpu_in_turns(batches, n, repeats)
         rows += [
             {
                 "framework": name,
@@ -545,20 +545,40 @@ def compare_trees(args: argparse.Namespace, trees: list[Path]) -> int:
                 "explicit_react_cpu_ms": median(ours),
                 "no_agent_cpu_ms": median(floor),
                 "ratio_to_no_agent": median(ratios),
+                "least_to_least": min(ours) / min(floor),
                 "rounds": {
                     "explicit_react_cpu_ms": ours,
                     "no_agent_cpu_ms": floor,
                     "ratio_to_no_agent": ratios,
                 },
             }
-            rows.append([tree, kind, f"{median(ours):.3f}", f"{median(floor):.3f}", f"{median(ratios):.2f}"])
+            rows.append(
+                [
+                    tree,
+                    kind,
+                    f"{median(ours):.3f}",
+                    f"{median(floor):.3f}",
+                    f"{median(ratios):.2f}",
+                    f"{min(ours) / min(floor):.2f}",
+                ]
+            )
     print(
         f"CPU ms per question, no model delay, {20 if args.quick else 1000} questions at concurrency 50, "
         f"{args.rounds} processes per tree taking turns, each the least of {args.repeats} runs taking turns "
         f"(load average {load_before} before, {load_after} after)\n"
     )
     print(
-        table(["tree", "tool", "explicit_react", "LangChain calls alone", "ratio (median of rounds)"], rows)
+        table(
+            [
+                "tree",
+                "tool",
+                "explicit_react",
+                "LangChain calls alone",
+                "ratio (median of rounds)",
+                "least / least (all rounds)",
+            ],
+            rows,
+        )
     )
     out = args.out or RESULTS / "concurrency_trees.json"
     write_json(

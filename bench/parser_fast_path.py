@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     compare("fuzz generator", (fuzz.next()[1] for _ in iter(int, 1)), n, counts, bad)
     misses = near_misses(rng)
     compare("near misses", misses, n, counts, bad)
-    sample = [next(misses) for _ in range(2_000)] + corpus
+    sample = [next(misses) for _ in range(min(n, 2_000))] + corpus
     summary = {
         "seed": args.seed,
         "counts": dict(sorted(counts.items())),

@@ -107,6 +107,13 @@ def test_lockstep(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert all(0 < r["efficiency"] <= 1.05 for r in data["rows"])
 
 
+def test_parser_fast_path_finds_no_difference(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    printed, data = run("parser_fast_path.py", ["--replies", "300"], tmp_path, capsys)
+    assert "near misses: read by the shortcut" in printed
+    assert data["differences"] == []
+    assert data["counts"]["corpus: read by the shortcut"] > 0
+
+
 def test_context(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     printed, data = run("context.py", ["--quick"], tmp_path, capsys)
     assert "call 9" in printed
