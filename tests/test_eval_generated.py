@@ -434,3 +434,17 @@ def test_show_merges_files_and_scores_again(tmp_path: Path) -> None:
     assert records[first.id]["correct"] is True  # stored False, scored again
     assert records[second.id]["correct"] is False
     assert report["files"] == [str(p) for p in paths]
+
+
+def test_kinds_runs_the_same_questions_of_those_kinds_only(tmp_path: Path) -> None:
+    out = tmp_path / "chains.json"
+    argv = ["--model", "ideal", "--seeds", "2", "--per-kind", "2", "--systems", "explicit"]
+    assert generated.main([*argv, "--kinds", "chain,dates", "--out", str(out)]) == 0
+    records = json.loads(out.read_text(encoding="utf-8"))["records"]["explicit"]
+    world = worlds.World.generate(2)
+    expected = [q.id for q in worlds.sample(world.questions, 2, 2) if q.kind in {"chain", "dates"}]
+    assert [r["id"] for r in records] == expected
+    assert len(expected) == 4
+    assert all(r["correct"] for r in records)
+    with pytest.raises(SystemExit):
+        generated.main([*argv, "--kinds", "chains"])

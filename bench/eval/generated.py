@@ -53,7 +53,7 @@ sys.path.insert(0, str(HERE.parent))
 import run as hand_written  # noqa: E402  (the hand-written sets' runner: systems, usage, model loading)
 from failures import FAILURES, classify  # noqa: E402
 from minimal_react import run_minimal  # noqa: E402
-from worlds import KINDS, TUNING_SEEDS, World, check, ideal_replies, sample  # noqa: E402
+from worlds import KINDS, TUNING_SEEDS, Question, World, check, ideal_replies, sample  # noqa: E402
 
 RESULTS = HERE.parent / "results"
 USED_SEEDS = RESULTS / "used_seeds.json"
@@ -267,6 +267,7 @@ def run(args: argparse.Namespace, seeds: Sequence[int], command: str) -> dict[st
         "fresh": bool(args.fresh),
         "settings": {
             "per_kind": args.per_kind,
+            "kinds": args.kinds,
             "max_iterations": args.max_iterations,
             "max_tokens": args.max_tokens,
             "n_ctx": args.n_ctx,
@@ -287,7 +288,7 @@ def run(args: argparse.Namespace, seeds: Sequence[int], command: str) -> dict[st
     for seed in seeds:
         world = World.generate(seed)
         tools = make_tools(world)
-        for question in sample(world.questions, args.per_kind, seed):
+        for question in chosen(world, args.per_kind, seed, args.kinds):
             for name in systems:  # interleaved: every system sees the same machine load
                 model = shared_model or ScriptedChatModel(ideal_replies(question))
                 hand_written.fresh_context(model)
@@ -354,6 +355,16 @@ def merged(paths: Sequence[Path]) -> dict[str, Any]:
         "files": [str(path) for path in paths],
         "records": {system: list(records.values()) for system, records in by_system.items()},
     }
+
+
+def chosen(world: World, per_kind: int, seed: int, kinds: str | None) -> list[Question]:
+    """The sampled questions of ``world``, only those of ``kinds`` (comma-separated) when given: the
+    same questions a full sample has, so a run on a few kinds compares with a run on all of them."""
+    questions = sample(world.questions, per_kind, seed)
+    if kinds is None:
+        return questions
+    wanted = set(kinds.split(","))
+    return [q for q in questions if q.kind in wanted]
 
 
 def _write(path: Path, report: dict[str, Any]) -> None:
@@ -439,6 +450,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=None,
         help="llama.cpp threads (default: all cores; 1 on a busy machine)",
     )
+    parser.add_argument(
+        "--kinds",
+        default=None,
+        help=f"only these question kinds, comma-separated (of: {', '.join(KINDS)}); the same questions "
+        "as the full sample",
+    )
     parser.add_argument("--brief", action="store_true", help="leave each record's steps out of the JSON")
     parser.add_argument(
         "--answer-check",
@@ -451,6 +468,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if unknown := set(args.systems.split(",")) - set(SYSTEMS):
         parser.error(f"unknown system(s): {', '.join(sorted(unknown))}")
+    if args.kinds and (unknown := set(args.kinds.split(",")) - set(KINDS)):
+        parser.error(f"unknown kind(s): {', '.join(sorted(unknown))}")
     if args.model == "ideal" and (native := NATIVE_SYSTEMS & set(args.systems.split(","))):
         parser.error(f"the ideal model writes ReAct text; {', '.join(sorted(native))} need(s) a real model")
     if args.show:
@@ -477,6 +496,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"--model {args.model} --per-kind {args.per_kind} --systems {args.systems} "
         f"--max-iterations {args.max_iterations} --max-tokens {args.max_tokens} --n-ctx {args.n_ctx}"
         + (f" --threads {args.threads}" if args.threads else "")
+        + (f" --kinds {args.kinds}" if args.kinds else "")
         + (" --brief" if args.brief else "")
         + (" --answer-check" if args.answer_check else "")
     )
