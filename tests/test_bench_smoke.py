@@ -107,6 +107,14 @@ def test_lockstep(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert all(0 < r["efficiency"] <= 1.05 for r in data["rows"])
 
 
+PARSER_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "parser-corpus" / "corpus.jsonl"
+
+
+@pytest.mark.skipif(
+    not PARSER_CORPUS.exists(),
+    reason=f"parser corpus not found at {PARSER_CORPUS} (it lives outside the repo, in ../shared; "
+    "the fuzz generator that this check also uses mutates it)",
+)
 def test_parser_fast_path_finds_no_difference(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     printed, data = run("parser_fast_path.py", ["--replies", "300"], tmp_path, capsys)
     assert "near misses: read by the shortcut" in printed
