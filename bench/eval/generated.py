@@ -39,6 +39,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -114,53 +115,23 @@ def make_tools(world: World) -> list[BaseTool]:
 
 
 def run_explicit(
-    model: Any, tools: list[BaseTool], question: str, max_iterations: int, *, check_answer: bool = False
+    model: Any,
+    tools: list[BaseTool],
+    question: str,
+    max_iterations: int,
+    *,
+    mode: str = "text",
+    check_answer: bool = False,
 ) -> dict[str, Any]:
-    """One question through ``ExplicitReActAgent``."""
+    """One question through ``ExplicitReActAgent`` in ``mode`` (``two_phase``: a Thought call, then a
+    native call, each turn; ``tool_calling``: one native call each turn)."""
     return hand_written.run_explicit(
         model,
         question,
         max_iterations,
         tools=tools,
         observation_chars=OBSERVATION_CHARS,
-        check_answer=check_answer,
-    )
-
-
-def run_explicit_answer_check(
-    model: Any, tools: list[BaseTool], question: str, max_iterations: int, *, check_answer: bool = True
-) -> dict[str, Any]:
-    """One question through ``ExplicitReActAgent(check_answer=True)``: beside ``explicit`` it measures
-    the answer check on the same questions, interleaved."""
-    return run_explicit(model, tools, question, max_iterations, check_answer=True)
-
-
-def run_two_phase(
-    model: Any, tools: list[BaseTool], question: str, max_iterations: int, *, check_answer: bool = False
-) -> dict[str, Any]:
-    """One question through ``ExplicitReActAgent(mode="two_phase")``: a Thought call, then a native call, each turn."""
-    return hand_written.run_explicit(
-        model,
-        question,
-        max_iterations,
-        tools=tools,
-        observation_chars=OBSERVATION_CHARS,
-        mode="two_phase",
-        check_answer=check_answer,
-    )
-
-
-def run_tool_calling(
-    model: Any, tools: list[BaseTool], question: str, max_iterations: int, *, check_answer: bool = False
-) -> dict[str, Any]:
-    """One question through ``ExplicitReActAgent(mode="tool_calling")``: one native call each turn."""
-    return hand_written.run_explicit(
-        model,
-        question,
-        max_iterations,
-        tools=tools,
-        observation_chars=OBSERVATION_CHARS,
-        mode="tool_calling",
+        mode=mode,
         check_answer=check_answer,
     )
 
@@ -191,11 +162,12 @@ def run_minimal_loop(model: Any, tools: list[BaseTool], question: str, max_itera
 
 SYSTEMS: dict[str, Callable[..., dict[str, Any]]] = {
     "explicit": run_explicit,
-    "explicit_answer_check": run_explicit_answer_check,
+    # beside ``explicit`` it measures the answer check on the same questions, interleaved
+    "explicit_answer_check": partial(run_explicit, check_answer=True),
     "minimal": run_minimal_loop,
     "classic": run_classic,
-    "two_phase": run_two_phase,
-    "tool_calling": run_tool_calling,
+    "two_phase": partial(run_explicit, mode="two_phase"),
+    "tool_calling": partial(run_explicit, mode="tool_calling"),
 }
 DEFAULT_SYSTEMS = ("explicit", "minimal", "classic")
 NATIVE_SYSTEMS = frozenset({"two_phase", "tool_calling"})
