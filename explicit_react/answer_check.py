@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Literal
 
-from explicit_react.policy import COMMON_NUMBERS, numbers_in, sourced_numbers
+from explicit_react.policy import COMMON_NUMBERS, SCALES, numbers_in, sourced_numbers
 from explicit_react.prompt import load_template, render
 
 Expected = Literal["number", "year"]
@@ -120,10 +120,7 @@ _OPERATOR = r"(?:\s*[+*×÷/^]\s*|\s+[-x]\s+)"
 _EXPRESSION = re.compile(rf"(?<![\w.]){_NUM}(?:{_OPERATOR}{_NUM})+(?!\s*=)(?![\w.])")
 _DATE = re.compile(r"^\d{1,4}/\d{1,2}(?:/\d{1,4})?$")
 
-_WRITTEN = re.compile(
-    r"(?<![\w.])(\d+(?:,\d{3}(?!\d))*(?:\.(\d+))?)(?!\w)(\s*(?:thousand|million|billion)\b)?"
-)
-_SCALES = {"thousand": 1e3, "million": 1e6, "billion": 1e9}
+_WRITTEN = re.compile(rf"(?<![\w.])(\d+(?:,\d{{3}}(?!\d))*(?:\.(\d+))?)(?!\w)(\s*(?:{'|'.join(SCALES)})\b)?")
 _UNIT_FACTORS = (1000.0, 100.0, 60.0, 24.0, 3600.0, 12.0, 7.0, 52.0, 365.0)
 """One multiplication or division by these converts a unit (kilo, cents, minutes, days, dozens, weeks)."""
 
@@ -211,7 +208,7 @@ def _written(text: str) -> list[tuple[str, float, int]]:
     return [
         (
             m[0].strip(),
-            float(m[1].replace(",", "")) * _SCALES.get((m[3] or "").strip().lower(), 1.0),
+            float(m[1].replace(",", "")) * SCALES.get((m[3] or "").strip().lower(), 1.0),
             len(m[2] or ""),
         )
         for m in _WRITTEN.finditer(text)

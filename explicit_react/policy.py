@@ -63,8 +63,9 @@ COMMON_NUMBERS = frozenset({0.0, 1.0, 2.0, 7.0, 10.0, 12.0, 24.0, 52.0, 60.0, 10
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?!\w)")
 _WRITTEN_NUMBER = re.compile(r"(?<![\w.])\d+(?:,\d{3}(?!\d))*(?:\.\d+)?(?!\w)")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
-_SCALED = re.compile(r"(\d+(?:\.\d+)?)\s*(thousand|million|billion|trillion)\b", re.IGNORECASE)
-_SCALES = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
+SCALES = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
+"""Number words that scale the number before them ("4.2 million")."""
+_SCALED = re.compile(rf"(\d+(?:\.\d+)?)\s*({'|'.join(SCALES)})\b", re.IGNORECASE)
 _WORDS = {
     "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
     "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "fifteen": 15, "twenty": 20, "thirty": 30,
@@ -90,7 +91,7 @@ def sourced_numbers(sources: str) -> set[float]:
     text = _THOUSANDS.sub("", sources)
     found = {float(n) for n in _NUMBER.findall(text)}
     found |= {_WORDS[word.lower()] for word in _WORD.findall(text)}
-    found |= {float(n) * _SCALES[scale.lower()] for n, scale in _SCALED.findall(text)}
+    found |= {float(n) * SCALES[scale.lower()] for n, scale in _SCALED.findall(text)}
     return found | {form for n in found for form in (n / 100, 1 - n / 100, 1 + n / 100)}
 
 
