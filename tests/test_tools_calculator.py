@@ -30,6 +30,15 @@ from explicit_react.tools.calculator import CalculationError, evaluate
         ("(3 * 9400) * (1 - 0.08))", "25944"),  # a surplus ")" at the end is dropped
         ("sqrt(16)))", "4"),
         ("sum(140, 65, 38)", "243"),
+        # Thousands separators, as tool results write numbers (Qwen2.5 1.5B copied "4,425 * 1.67").
+        ("68,000,000 - 2,100,000", "65900000"),
+        ("4,425 * 1.67", "7389.75"),
+        ("(1,595 / (1,595 + 663)) * 100", "70.637732506643"),
+        ("1,595.5 + 0.5", "1596"),
+        # ...but inside a call a comma separates arguments.
+        ("max(1,595)", "595"),
+        ("round(2,345)", "2"),
+        ("max(1,595) + 1,000", "1595"),
     ],
 )
 def test_arithmetic(expression: str, expected: str) -> None:
@@ -68,7 +77,9 @@ def test_async_invocation() -> None:
         ("sqrt", "is a function"),
         ("1 if 1 else 2", "unsupported syntax (IfExp)"),
         ("2 ^ 3", "use **"),
-        ("68,000,000 - 2,100,000", "thousands separators"),
+        ("1, 2", "a comma may only separate a function's arguments"),
+        ("1,5 * 2", "a comma may only separate a function's arguments"),  # not three digits: not a separator
+        ("1,5955 + 1", "a comma may only separate"),
         ("1 < 2", "unsupported syntax (Compare)"),
         ("sqrt(x=4)", "positional arguments only"),
     ],

@@ -69,7 +69,7 @@ def evaluate(expression: str) -> Number:
         raise CalculationError("empty expression; give an arithmetic expression such as 2 * (3 + 4)")
     if len(text) > MAX_EXPRESSION_CHARS:
         raise CalculationError(f"expression too long (over {MAX_EXPRESSION_CHARS} characters)")
-    text = _drop_surplus_closing_parentheses(text)
+    text = _without_thousands_separators(_drop_surplus_closing_parentheses(text))
     try:
         tree = ast.parse(text, mode="eval")
     except SyntaxError as exc:
@@ -186,6 +186,35 @@ def _drop_surplus_closing_parentheses(text: str) -> str:
     return text
 
 
+_COMMA_TOKENS = re.compile(
+    r"(?P<call>[A-Za-z_]\w*\s*\()|(?P<open>\()|(?P<close>\))"
+    r"|(?P<grouped>(?<![\w.,])\d{1,3}(?:,\d{3})+(?![\w,]))"
+)
+
+
+def _without_thousands_separators(text: str) -> str:
+    """``1,595 + 663`` -> ``1595 + 663``: a number written with thousands separators (three digits
+    after each comma), as tool results and models write them, except inside a function call's
+    parentheses, where a comma separates arguments (``max(1,595)`` stays two numbers).
+
+    Outside a call such a comma could only make a tuple, which the calculator refuses anyway, so no
+    valid expression changes meaning.
+    """
+    calls: list[bool] = []  # for each open parenthesis: does it belong to a function call?
+    pieces: list[str] = []
+    position = 0
+    for match in _COMMA_TOKENS.finditer(text):
+        if match["call"] or match["open"]:
+            calls.append(match["call"] is not None)
+        elif match["close"]:
+            if calls:
+                calls.pop()
+        elif not (calls and calls[-1]):
+            pieces += [text[position : match.start()], match[0].replace(",", "")]
+            position = match.end()
+    return "".join(pieces) + text[position:] if pieces else text
+
+
 def format_number(value: Number) -> str:
     """Render a result compactly: integers exactly, floats to 15 significant digits."""
     if isinstance(value, float):
@@ -277,7 +306,7 @@ def _unsupported(node: ast.AST) -> str:
     if isinstance(node, ast.BitXor):
         return "^ is not a power operator here; use ** (e.g. 2 ** 10)"
     if isinstance(node, ast.Tuple):
-        return "commas are not allowed; write numbers without thousands separators (68000000)"
+        return "a comma may only separate a function's arguments, as in max(3, 5); write one expression"
     if isinstance(node, ast.Attribute):
         return "attribute access is not allowed"
     return f"unsupported syntax ({kind}); use numbers, + - * / // % **, parentheses and math functions"
