@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.language_models import FakeListChatModel
 
 from explicit_react import ExplicitReActAgent
 from explicit_react.testing import ScriptedChatModel
@@ -448,3 +449,30 @@ def test_kinds_runs_the_same_questions_of_those_kinds_only(tmp_path: Path) -> No
     assert all(r["correct"] for r in records)
     with pytest.raises(SystemExit):
         generated.main([*argv, "--kinds", "chains"])
+
+
+def test_warm_gives_each_system_its_own_model_and_never_empties_its_context(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made: list[Any] = []
+    emptied: list[Any] = []
+
+    def make_model(*args: Any, **kwargs: Any) -> Any:
+        made.append(FakeListChatModel(responses=["Thought: I cannot tell.\nFinal Answer: unknown"]))
+        return made[-1]
+
+    monkeypatch.setattr(generated.hand_written, "make_model", make_model)
+    monkeypatch.setattr(generated.hand_written, "fresh_context", emptied.append)
+    argv = ["--model", "local:qwen", "--seeds", "2", "--per-kind", "1", "--kinds", "lookup,chain"]
+    out = tmp_path / "cold.json"
+    assert generated.main([*argv, "--out", str(out)]) == 0
+    assert len(made) == 1 and emptied == [made[0]] * 6  # 2 questions x 3 systems, each from empty
+    assert json.loads(out.read_text(encoding="utf-8"))["settings"]["fresh_context"]
+
+    made.clear(), emptied.clear()
+    out = tmp_path / "warm.json"
+    assert generated.main([*argv, "--warm", "--out", str(out)]) == 0
+    assert len(made) == 3 and len({id(m) for m in made}) == 3 and emptied == []
+    report = json.loads(out.read_text(encoding="utf-8"))
+    assert not report["settings"]["fresh_context"] and " --warm" in report["command"]
+    assert [len(r) for r in report["records"].values()] == [2, 2, 2]

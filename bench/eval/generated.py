@@ -1,7 +1,10 @@
 """Answer generated questions (worlds.py) with one model through three systems, and score them.
 
 Every system gets the same model object, the same tools (``knowledge_search`` over the seed's
-generated files, ``calculator``) and the same step limit, question by question, interleaved:
+generated files, ``calculator``) and the same step limit, question by question, interleaved; each
+question starts from an empty model context. With ``--warm`` each system has its own model object
+of the same file and settings, which keeps its prompt cache from one question to the next, as a
+service or the CLI with its prompt state does: the system prompt is read once, not per question.
 
 - ``explicit``: explicit_react's ``ExplicitReActAgent`` with its defaults;
 - ``classic``: LangChain's ``create_react_agent`` + ``AgentExecutor`` with the hub prompt;
@@ -224,11 +227,12 @@ def run(args: argparse.Namespace, seeds: Sequence[int], command: str) -> dict[st
     systems = args.systems.split(",")
     started = time.perf_counter()
     options = {"n_threads": args.threads} if args.threads else {}
-    shared_model = (
-        None
-        if args.model == "ideal"
-        else hand_written.make_model(args.model, args.max_tokens, args.n_ctx, [], **options)
-    )
+    # One model object for every system; with --warm, one per system (llama.cpp maps the weights
+    # once, so only the context is per object), each keeping its prompt cache between questions.
+    models: dict[str, Any] = {}
+    if args.model != "ideal":
+        for name in systems if args.warm else systems[:1]:
+            models[name] = hand_written.make_model(args.model, args.max_tokens, args.n_ctx, [], **options)
     report: dict[str, Any] = {
         "command": command,
         "commit": _commit(),
@@ -247,7 +251,7 @@ def run(args: argparse.Namespace, seeds: Sequence[int], command: str) -> dict[st
             "temperature": 0.0,
             "systems": systems,
             "knowledge": hand_written.KNOWLEDGE_SETTINGS,
-            "fresh_context": True,
+            "fresh_context": not args.warm,
             "brief": args.brief,
             "answer_check": args.answer_check,
         },
@@ -262,8 +266,13 @@ def run(args: argparse.Namespace, seeds: Sequence[int], command: str) -> dict[st
         tools = make_tools(world)
         for question in chosen(world, args.per_kind, seed, args.kinds):
             for name in systems:  # interleaved: every system sees the same machine load
-                model = shared_model or ScriptedChatModel(ideal_replies(question))
-                hand_written.fresh_context(model)
+                if not models:
+                    model = ScriptedChatModel(ideal_replies(question))
+                elif args.warm:
+                    model = models[name]
+                else:
+                    model = models[systems[0]]
+                    hand_written.fresh_context(model)
                 began = time.perf_counter()
                 extra = {"check_answer": True} if args.answer_check and name in CHECKABLE_SYSTEMS else {}
                 record = SYSTEMS[name](model, tools, question.question, args.max_iterations, **extra)
@@ -428,6 +437,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         help=f"only these question kinds, comma-separated (of: {', '.join(KINDS)}); the same questions "
         "as the full sample",
     )
+    parser.add_argument(
+        "--warm",
+        action="store_true",
+        help="each system has its own model object, whose prompt cache is kept from one question to the "
+        "next (the system prompt is read once, as in a service or the CLI with its prompt state); "
+        "default: every question starts from an empty context",
+    )
     parser.add_argument("--brief", action="store_true", help="leave each record's steps out of the JSON")
     parser.add_argument(
         "--answer-check",
@@ -469,6 +485,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"--max-iterations {args.max_iterations} --max-tokens {args.max_tokens} --n-ctx {args.n_ctx}"
         + (f" --threads {args.threads}" if args.threads else "")
         + (f" --kinds {args.kinds}" if args.kinds else "")
+        + (" --warm" if args.warm else "")
         + (" --brief" if args.brief else "")
         + (" --answer-check" if args.answer_check else "")
     )
