@@ -21,9 +21,9 @@ from langchain_core.runnables.config import (
 )
 from langchain_core.tools import BaseTool
 
-from explicit_react import drivers, options
+from explicit_react import chain_run, drivers, options
 from explicit_react.context import read_input
-from explicit_react.drivers import Call, Machine, Notify, heard
+from explicit_react.drivers import Machine, Notify, heard
 from explicit_react.errors import ConfigurationError
 from explicit_react.executor import ToolExecutor, as_tool
 from explicit_react.llm import ModelAdapter
@@ -194,24 +194,22 @@ class ExplicitReActAgent(ReActLoop, Runnable[AgentInput, dict[str, Any]]):
         return run
 
     # A whole run --------------------------------------------------------------------------
-    def _session(self, input: AgentInput, config: RunnableConfig | None, context: Any) -> Machine[None]:
-        """One run with its LangChain chain events around it; yields each ``Step``, then the result."""
+    def _session(
+        self, input: AgentInput, config: RunnableConfig | None, context: Any, configure: chain_run.Configure
+    ) -> Machine[AgentResult]:
+        """One run with its LangChain chain events around it (``chain_run``: none when no one could
+        hear them); yields each ``Step``, then the result, and returns the result."""
         question, context = read_input(input, context)
         config = ensure_config(config)
         inputs = {"input": question, "context": context}
-        start: dict[str, Any] = {
-            "name": config.get("run_name") or self.get_name(),
-            "run_id": config.pop("run_id", None),
-        }
-        manager = yield Call(
-            lambda: get_callback_manager_for_config(config).on_chain_start(None, inputs, **start),
-            lambda: get_async_callback_manager_for_config(config).on_chain_start(None, inputs, **start),
-        )
-        run = self.new_run(question, context, manager)
+        name = config.get("run_name") or self.get_name()
+        parts = (self.model.llm, self.final_model.llm, *self.tools)
+        manager, callbacks = yield from chain_run.start(config, configure, inputs, name, parts)
+        run = self.new_run(question, context, manager, callbacks)
         try:
             yield from self.steps(run)
         except BaseException as exc:
-            if not isinstance(exc, GeneratorExit):  # a closed stream cannot report: it may not yield
+            if heard(manager) and not isinstance(exc, GeneratorExit):  # a closed stream cannot report
                 yield Notify((manager,), "on_chain_error", (exc,))
             raise
         assert run.result is not None
@@ -220,35 +218,32 @@ class ExplicitReActAgent(ReActLoop, Runnable[AgentInput, dict[str, Any]]):
             yield Notify((manager,), "on_agent_finish", (finish,))
             yield Notify((manager,), "on_chain_end", (result_to_output(run.result),))
         yield run.result
+        return run.result
 
     def stream(  # type: ignore[override]
         self, input: AgentInput, config: RunnableConfig | None = None, **kwargs: Any
     ) -> Iterator[Step | AgentResult]:
         """Yield each ``Step`` as soon as its observation is in, then the ``AgentResult``."""
-        return drivers.drive(self._session(input, config, kwargs.pop("context", None)))
+        return drivers.drive(self._session(input, config, kwargs.pop("context", None), _SYNC))
 
     def astream(  # type: ignore[override]
         self, input: AgentInput, config: RunnableConfig | None = None, **kwargs: Any
     ) -> AsyncIterator[Step | AgentResult]:
         """Async ``stream``."""
-        return drivers.adrive(self._session(input, config, kwargs.pop("context", None)))
+        return drivers.adrive(self._session(input, config, kwargs.pop("context", None), _ASYNC))
 
     def run(self, question: str, context: Any = "", *, config: RunnableConfig | None = None) -> AgentResult:
         """Answer ``question`` (with optional ``context``, any shape ``context.read_context`` takes);
         returns the answer, every step and the stop reason."""
-        *_, result = self.stream({"input": question, "context": context}, config)
-        assert isinstance(result, AgentResult)
-        return result
+        session = self._session({"input": question, "context": context}, config, None, _SYNC)
+        return drivers.run(session)
 
     async def arun(
         self, question: str, context: Any = "", *, config: RunnableConfig | None = None
     ) -> AgentResult:
         """Async ``run``."""
-        result: Any = None
-        async for result in self.astream({"input": question, "context": context}, config):  # noqa: B007
-            pass
-        assert isinstance(result, AgentResult)
-        return result
+        session = self._session({"input": question, "context": context}, config, None, _ASYNC)
+        return await drivers.arun(session)
 
     def think_act_observe(self, question: str, context: str = "") -> tuple[str, list[dict[str, Any]]]:
         """The seed's interface: the answer and the steps as dicts."""
@@ -261,15 +256,15 @@ class ExplicitReActAgent(ReActLoop, Runnable[AgentInput, dict[str, Any]]):
         """Runnable entry point: a question, ``{"input", "context"}``, a prompt value, a list of
         messages or a ``{"messages": [...]}`` state in (``context.read_input``); a dict with
         ``output`` out, and ``messages`` (the answer as an ``AIMessage``) for a messages state."""
-        question, context = read_input(input, kwargs.get("context"))
-        return result_to_output(self.run(question, context, config=config), input)
+        result = drivers.run(self._session(input, config, kwargs.get("context"), _SYNC))
+        return result_to_output(result, input)
 
     async def ainvoke(
         self, input: AgentInput, config: RunnableConfig | None = None, **kwargs: Any
     ) -> dict[str, Any]:
         """Async ``invoke``."""
-        question, context = read_input(input, kwargs.get("context"))
-        return result_to_output(await self.arun(question, context, config=config), input)
+        result = await drivers.arun(self._session(input, config, kwargs.get("context"), _ASYNC))
+        return result_to_output(result, input)
 
     def transform(
         self, input: Iterator[AgentInput], config: RunnableConfig | None = None, **kwargs: Any
@@ -284,6 +279,11 @@ class ExplicitReActAgent(ReActLoop, Runnable[AgentInput, dict[str, Any]]):
         """Async ``transform``."""
         async for item in input:
             yield await self.ainvoke(item, config)
+
+
+_SYNC: chain_run.Configure = get_callback_manager_for_config
+_ASYNC: chain_run.Configure = get_async_callback_manager_for_config
+"""How each driver's runs configure their LangChain callback manager (``chain_run.start``)."""
 
 
 def result_to_output(result: AgentResult, input: Any = None) -> dict[str, Any]:

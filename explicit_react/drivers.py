@@ -63,11 +63,6 @@ Machine = Generator[Any, Any, T]
 _REQUESTS = (Call, Sleep, Notify)
 
 
-@dataclass(frozen=True, slots=True)
-class _Returned:
-    value: Any
-
-
 class _Progress:
     """A machine being driven (the part both drivers share): iterate it for the machine's next
     request or output; set ``reply`` or ``error`` (an exception raised while the request was carried
@@ -146,7 +141,7 @@ async def _aperform(request: Call | Sleep | Notify) -> Any:
 
 
 def run(machine: Machine[T]) -> T:
-    """Drive a machine that has no outputs to its end, synchronously; what it returns."""
+    """Drive a machine to its end, synchronously, dropping its outputs; what it returns."""
     outputs = drive(machine)
     while True:
         try:
@@ -156,15 +151,16 @@ def run(machine: Machine[T]) -> T:
 
 
 async def arun(machine: Machine[T]) -> T:
-    """Async ``run``."""
-    async for output in adrive(_returning(machine)):
-        if isinstance(output, _Returned):
-            return output.value
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
-def _returning(machine: Machine[T]) -> Machine[None]:
-    yield _Returned((yield from machine))
+    """Async ``run``: a coroutine, not ``adrive``'s async generator, which every resumption of an
+    awaited call would pass through (measurably slower, ``bench/concurrency.py``); outputs are dropped."""
+    with _Progress(machine) as progress:
+        for request in progress:
+            if isinstance(request, _REQUESTS):
+                try:
+                    progress.reply = await _aperform(request)
+                except BaseException as exc:  # a cancellation too: callbacks hear of it
+                    progress.error = exc
+    return progress.value
 
 
 async def _acall_blocking(request: Call) -> Any:

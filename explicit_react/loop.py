@@ -16,7 +16,6 @@ import dataclasses
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any, Literal, Protocol
 
 from langchain_core.agents import AgentAction
@@ -69,7 +68,11 @@ class RunState:
     context: str
     guard: RunGuard
     manager: Any = None
-    """The run's LangChain callback manager (sync or async, as the driver is), or ``None``."""
+    """The run's LangChain chain-run manager (sync or async, as the driver is), or ``None`` when the
+    run has no chain run (``think``/``act`` on their own, or a run nobody could hear)."""
+    callbacks: Any = None
+    """The callback manager the run's model and tool calls report to (a child of ``manager``), or
+    ``None``."""
     steps: list[Step] = field(default_factory=list)
     usage: TokenUsage = field(default_factory=TokenUsage)
     llm_calls: int = 0
@@ -77,12 +80,6 @@ class RunState:
     final_log: str = ""
     answer_check: AnswerCheck | None = None
     """Reviews each Final Answer before it ends the run (``check_answer=True``), or ``None``."""
-
-    @cached_property
-    def callbacks(self) -> Any:
-        """The child callback manager the run's model and tool calls report to. Built once: each call
-        copies it into a manager of its own, so sharing it is safe (and ``get_child`` is not free)."""
-        return self.manager.get_child() if self.manager else None
 
     def sources(self) -> str:
         """What the run has been told: the question, the context, and each tool result that worked."""
@@ -148,9 +145,9 @@ class ReActLoop:
         """The prompt for the next turn, as role/content messages."""
         return self.transport.messages(question, self.tool_specs, steps, context, steps_left)
 
-    def new_run(self, question: str, context: str, manager: Any = None) -> RunState:
+    def new_run(self, question: str, context: str, manager: Any = None, callbacks: Any = None) -> RunState:
         """The state of a run that has not started."""
-        run = RunState(question, context, RunGuard(self.budget, self.allowed_tools), manager)
+        run = RunState(question, context, RunGuard(self.budget, self.allowed_tools), manager, callbacks)
         if self.check_answer:
             run.answer_check = AnswerCheck(self.calculator_name)
         return run
