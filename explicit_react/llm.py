@@ -12,7 +12,7 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import partial
+from functools import lru_cache, partial
 from typing import Any
 
 from langchain_core.callbacks import Callbacks
@@ -105,12 +105,16 @@ def _tool_calls(reply: Any) -> tuple[dict[str, Any], ...]:
 
 
 def to_langchain(messages: Sequence[Message]) -> list[BaseMessage]:
-    """Role/content dicts as LangChain messages."""
+    """Role/content dicts as LangChain messages. A system message with the same text as a recent one
+    is the same object (as a ``ChatPromptTemplate`` gives the same object for a fixed message at
+    every call): the system prompt is the same at every turn of every run."""
     out: list[BaseMessage] = []
     for m in messages:
         role, content = m["role"], m["content"]
         if role == "system":
-            out.append(SystemMessage(content=content))
+            out.append(
+                _system_message(content) if isinstance(content, str) else SystemMessage(content=content)
+            )
         elif role == "assistant":
             out.append(AIMessage(content=content, tool_calls=m.get("tool_calls", [])))
         elif role == "tool":
@@ -118,6 +122,11 @@ def to_langchain(messages: Sequence[Message]) -> list[BaseMessage]:
         else:
             out.append(HumanMessage(content=content))
     return out
+
+
+@lru_cache(maxsize=32)
+def _system_message(content: str) -> SystemMessage:
+    return SystemMessage(content=content)
 
 
 class ModelAdapter:
