@@ -95,10 +95,7 @@ def drive(machine: Machine[T]) -> Generator[Any, None, T]:
     with _Progress(machine) as progress:
         for request in progress:
             if isinstance(request, _REQUESTS):
-                try:
-                    progress.reply = _perform(request)
-                except BaseException as exc:  # a KeyboardInterrupt too: callbacks hear of it
-                    progress.error = exc
+                _perform(request, progress)
             else:
                 yield request
     return progress.value
@@ -109,35 +106,42 @@ async def adrive(machine: Machine[Any]) -> AsyncIterator[Any]:
     with _Progress(machine) as progress:
         for request in progress:
             if isinstance(request, _REQUESTS):
-                try:
-                    progress.reply = await _aperform(request)
-                except BaseException as exc:  # a cancellation too: callbacks hear of it
-                    progress.error = exc
+                await _aperform(request, progress)
             else:
                 yield request
 
 
-def _perform(request: Call | Sleep | Notify) -> Any:
-    if isinstance(request, Call):
-        return call_with_timeout(request.blocking, request.timeout)
-    if isinstance(request, Sleep):
-        return time.sleep(request.seconds)
-    _notify(request)  # a sync driver's managers return nothing to await
-    return None
+def _perform(request: Call | Sleep | Notify, progress: _Progress) -> None:
+    """Carry out ``request``; its result, or what it raised (a KeyboardInterrupt too: callbacks hear
+    of it), goes to the machine."""
+    try:
+        if isinstance(request, Call):
+            progress.reply = call_with_timeout(request.blocking, request.timeout)
+        elif isinstance(request, Sleep):
+            time.sleep(request.seconds)
+        else:
+            _notify(request)  # a sync driver's managers return nothing to await
+    except BaseException as exc:
+        progress.error = exc
 
 
-async def _aperform(request: Call | Sleep | Notify) -> Any:
-    if isinstance(request, Call):
-        if request.awaitable is None:
-            return await _acall_blocking(request)
-        if request.timeout is None:  # the usual case, awaited here: every layer costs at each resume
-            return await request.awaitable()
-        return await acall_with_timeout(request.awaitable(), request.timeout)
-    if isinstance(request, Sleep):
-        return await asyncio.sleep(request.seconds)
-    for pending in _notify(request):
-        await pending
-    return None
+async def _aperform(request: Call | Sleep | Notify, progress: _Progress) -> None:
+    """Async ``_perform`` (a cancellation too goes to the machine)."""
+    try:
+        if isinstance(request, Call):
+            if request.awaitable is None:
+                progress.reply = await _acall_blocking(request)
+            elif request.timeout is None:  # the usual case, awaited here: every layer costs at each resume
+                progress.reply = await request.awaitable()
+            else:
+                progress.reply = await acall_with_timeout(request.awaitable(), request.timeout)
+        elif isinstance(request, Sleep):
+            await asyncio.sleep(request.seconds)
+        else:
+            for pending in _notify(request):
+                await pending
+    except BaseException as exc:
+        progress.error = exc
 
 
 def run(machine: Machine[T]) -> T:
@@ -156,10 +160,7 @@ async def arun(machine: Machine[T]) -> T:
     with _Progress(machine) as progress:
         for request in progress:
             if isinstance(request, _REQUESTS):
-                try:
-                    progress.reply = await _aperform(request)
-                except BaseException as exc:  # a cancellation too: callbacks hear of it
-                    progress.error = exc
+                await _aperform(request, progress)
     return progress.value
 
 
