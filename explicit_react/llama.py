@@ -210,6 +210,14 @@ class ChatLlama(BaseChatModel):
         prompt = formatter(messages=cast(Any, rendered)).prompt
         return prompt[: prompt.index(mark)] if mark in prompt else None
 
+    def _tokens(self, prompt: str) -> list[int]:
+        """A rendered prompt's tokens, with the model's BOS token added only when the chat template did
+        not write one (as llama-cpp-python's chat path does; adding it again gave Gemma two)."""
+        model = self.client._model
+        bos = model.token_get_text(model.token_bos())
+        written = bool(bos) and prompt.startswith(bos)
+        return list(self.client.tokenize(prompt.encode("utf-8"), add_bos=not written, special=True))
+
     def _formatter(self, template: str) -> Any:
         """The template compiled once per model object (not once per step)."""
         if self._formatted is None or self._formatted[0] != template:
@@ -233,7 +241,7 @@ class ChatLlama(BaseChatModel):
             request = self._request(messages, stop, None, **kwargs)
             del request["messages"]
             with self._lock:
-                response = self.client.create_completion(prompt=prompt, **request)
+                response = self.client.create_completion(prompt=self._tokens(prompt), **request)
             choice = response["choices"][0]
             message = AIMessage(
                 content=choice.get("text") or "",

@@ -146,7 +146,10 @@ def test_a_last_assistant_message_is_continued_not_answered(gemma: Any) -> None:
     assert prompt.endswith("<start_of_turn>model\n" + so_far)
     reply = gemma.invoke(messages, stop=[STOP])
     assert reply.response_metadata["continued"] is True
-    assert reply.usage_metadata["input_tokens"] == len(gemma.client.tokenize(prompt.encode(), special=True))
+    tokens = gemma.client.tokenize(prompt.encode(), add_bos=False, special=True)  # the template writes <bos>
+    assert reply.usage_metadata["input_tokens"] == len(tokens) == len(gemma._tokens(prompt))
+    bos = gemma.client.token_bos()
+    assert gemma._tokens(prompt)[:2] == [bos, tokens[1]] and tokens[1] != bos  # one <bos>, not two
 
 
 def test_stop_sequence_is_honoured_in_invoke_and_stream(gemma: BaseChatModel) -> None:
