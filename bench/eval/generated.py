@@ -56,6 +56,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 import run as hand_written  # noqa: E402  (the hand-written sets' runner: systems, usage, model loading)
 from failures import FAILURES, classify  # noqa: E402
+from decompose_proto import run_record as run_decompose_proto  # noqa: E402
 from minimal_react import run_minimal  # noqa: E402
 from worlds import KINDS, TUNING_SEEDS, Question, World, check, ideal_replies, sample  # noqa: E402
 
@@ -171,6 +172,7 @@ SYSTEMS: dict[str, Callable[..., dict[str, Any]]] = {
     "classic": run_classic,
     "two_phase": partial(run_explicit, mode="two_phase"),
     "tool_calling": partial(run_explicit, mode="tool_calling"),
+    "decompose_proto": run_decompose_proto,
 }
 DEFAULT_SYSTEMS = ("explicit", "minimal", "classic")
 NATIVE_SYSTEMS = frozenset({"two_phase", "tool_calling"})
