@@ -476,3 +476,33 @@ def test_warm_gives_each_system_its_own_model_and_never_empties_its_context(
     report = json.loads(out.read_text(encoding="utf-8"))
     assert not report["settings"]["fresh_context"] and " --warm" in report["command"]
     assert [len(r) for r in report["records"].values()] == [2, 2, 2]
+
+
+def test_the_sub_question_prototype_plans_runs_each_sub_question_and_answers_from_them() -> None:
+    """bench/eval/decompose_proto.py: the plan's items (a restated question dropped), each run with the
+    earlier answers put in for #k, then an answer run whose context lists the sub-answers."""
+    from explicit_react.testing import ScriptedChatModel
+
+    w = worlds.World.generate(SEED)
+    question = next(q for q in w.questions if q.kind == "chain")
+    first, second = question.plan
+    model = ScriptedChatModel(
+        [
+            f"1. {question.question}\n2. Which company is it?\n3. What does #2 employ?",  # item 1 restates
+            f"Thought: look.\nAction: knowledge_search\nAction Input: {first.input}",
+            "Thought: found.\nFinal Answer: Acme",
+            f"Thought: look.\nAction: knowledge_search\nAction Input: {second.input}",
+            "Thought: found.\nFinal Answer: 12",
+            "Thought: I know it.\nFinal Answer: 12",
+        ]
+    )
+    record = generated.SYSTEMS["decompose_proto"](model, generated.make_tools(w), question.question, 6)
+    assert record["sub_questions"] == ["Which company is it?", "What does #2 employ?"]
+    assert record["sub_answers"] == ["Acme", "12"]
+    assert (record["answer"], record["stop_reason"], record["llm_calls"]) == ("12", "success", 6)
+    assert [step["input"] for step in record["trace"]] == [first.input, second.input]
+    sub_run = str(model.calls[3])  # the second sub-question's first turn: #2 is item 2's answer
+    assert "Question: What does Acme employ?" in sub_run and "#2" not in sub_run
+    final_prompt = str(model.calls[5])
+    assert "What the sub-questions found" in final_prompt and "Acme" in final_prompt
+    model.assert_all_used()

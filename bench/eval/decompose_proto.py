@@ -53,13 +53,14 @@ def _example_messages() -> list[Any]:
     return out
 
 
-def plan(model: Any, question: str, config: Any = None) -> tuple[list[str], str]:
+def plan(model: Any, question: str, config: Any = None) -> tuple[list[tuple[int, str]], str]:
+    """The numbered sub-questions, each with the number the model gave it (``#k`` refers to it)."""
     messages = [SystemMessage(PLAN_SYSTEM), *_example_messages(), HumanMessage(question)]
     reply = model.invoke(messages, stop=["\nQuestion:", "\n\n"], config=config)
     text = str(reply.content)
-    items = [m.group(2) for m in _ITEM.finditer(text)][:MAX_SUBQUESTIONS]
+    items = [(int(m.group(1)), m.group(2)) for m in _ITEM.finditer(text)][:MAX_SUBQUESTIONS]
     if len(items) > 1:  # an item that restates the whole question is no step towards it
-        items = [i for i in items if _words(i) != _words(question)] or items
+        items = [(n, i) for n, i in items if _words(i) != _words(question)] or items
     return items, text
 
 
@@ -67,28 +68,47 @@ def _words(text: str) -> list[str]:
     return re.findall(r"[a-z0-9]+", text.lower())
 
 
-def filled(sub: str, answers: list[str]) -> str:
-    return _REF.sub(lambda m: answers[int(m.group(1)) - 1] if 0 < int(m.group(1)) <= len(answers) else m.group(0), sub)
+def filled(sub: str, answers: dict[int, str]) -> str:
+    """``sub`` with each ``#k`` whose answer is known replaced by it."""
+    return _REF.sub(lambda m: answers.get(int(m.group(1)), m.group(0)), sub)
 
 
-def run_decomposed(model: Any, tools: list, question: str, max_iterations: int, config: Any = None) -> dict[str, Any]:
-    subs, plan_text = plan(model, question, config)
+def run_decomposed(
+    model: Any, tools: list, question: str, max_iterations: int, config: Any = None
+) -> dict[str, Any]:
+    """The plan, each sub-question's run, then the answer run; the steps of all runs in order."""
+    numbered, plan_text = plan(model, question, config)
+    subs = [sub for _, sub in numbered]
     steps: list[Any] = []
-    answers: list[str] = []
-    llm_calls = 1
+    answers: dict[int, str] = {}
     if len(subs) <= 1:
         result = ExplicitReActAgent(model, tools, max_iterations=max_iterations).run(question, config=config)
-        return {"plan": plan_text, "subs": subs, "answer": result.answer, "result": result, "steps": result.steps, "sub_answers": []}
-    for sub in subs:
+        return {
+            "plan": plan_text,
+            "subs": subs,
+            "answer": result.answer,
+            "result": result,
+            "steps": result.steps,
+            "sub_answers": [],
+        }
+    facts = []
+    for number, sub in numbered:
         text = filled(sub, answers)
         result = ExplicitReActAgent(model, tools, max_iterations=3).run(text, config=config)
         steps.extend(result.steps)
-        answers.append(result.answer if result.success else "not found")
-    facts = "\n".join(f"{i}. {filled(s, answers[:i-1])} {a}" for i, (s, a) in enumerate(zip(subs, answers), 1))
-    context = "What the sub-questions found:\n" + facts
+        answers[number] = result.answer if result.success else "not found"
+        facts.append(f"{len(facts) + 1}. {text} {answers[number]}")
+    context = "What the sub-questions found:\n" + "\n".join(facts)
     final = ExplicitReActAgent(model, tools, max_iterations=2).run(question, context=context, config=config)
     steps.extend(final.steps)
-    return {"plan": plan_text, "subs": subs, "answer": final.answer, "result": final, "steps": steps, "sub_answers": answers}
+    return {
+        "plan": plan_text,
+        "subs": subs,
+        "answer": final.answer,
+        "result": final,
+        "steps": steps,
+        "sub_answers": list(answers.values()),
+    }
 
 
 def run_record(model: Any, tools: list, question: str, max_iterations: int) -> dict[str, Any]:
@@ -111,7 +131,13 @@ def run_record(model: Any, tools: list, question: str, max_iterations: int) -> d
         "sub_questions": out["subs"],
         "sub_answers": out["sub_answers"],
         "trace": [
-            {"log": s.log, "action": s.action, "input": s.action_input, "observation": s.observation[:2000], "error": s.error}
+            {
+                "log": s.log,
+                "action": s.action,
+                "input": s.action_input,
+                "observation": s.observation[:2000],
+                "error": s.error,
+            }
             for s in out["steps"]
         ],
         "last_reply": usage.last_reply if not result.success else None,

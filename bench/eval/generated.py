@@ -55,8 +55,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 import run as hand_written  # noqa: E402  (the hand-written sets' runner: systems, usage, model loading)
-from failures import FAILURES, classify  # noqa: E402
 from decompose_proto import run_record as run_decompose_proto  # noqa: E402
+from failures import FAILURES, classify  # noqa: E402
 from minimal_react import run_minimal  # noqa: E402
 from worlds import KINDS, TUNING_SEEDS, Question, World, check, ideal_replies, sample  # noqa: E402
 
