@@ -14,7 +14,9 @@ happened. So ``start`` skips it only when that is certain:
   or a plain callable; any other runnable might hold a handler anywhere inside: it keeps the chain run.
 
 Then the model and tool calls get the manager the chain run's ``get_child`` would have given them,
-with the same tags and metadata (those of the config), and no parent run, which no handler sees.
+with the same tags and metadata (those of the config), and no parent run, which no handler sees; or,
+when that manager would carry nothing at all, no manager (``None``), from which LangChain configures
+each call exactly as from the empty one, without copying it first.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Any
 from langchain_core.callbacks import BaseCallbackManager
 from langchain_core.language_models import BaseLanguageModel
 from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig
+from langchain_core.runnables.config import var_child_runnable_config
 from langchain_core.tools import BaseTool
 
 from explicit_react.drivers import Call, Machine
@@ -48,7 +51,7 @@ def start(
     root: Any = configure(config)  # a CallbackManager or an AsyncCallbackManager
     run_id = config.get("run_id")
     if not (root.handlers or root.inheritable_handlers) and all(map(quiet, parts)):
-        return None, _child(root)
+        return None, _quiet_callbacks(root)
     manager = yield Call(
         partial(root.on_chain_start, None, inputs, name=name, run_id=run_id),
         partial(root.on_chain_start, None, inputs, name=name, run_id=run_id),
@@ -76,6 +79,17 @@ def _plain_binding(part: Any) -> bool:
         and kind.invoke is RunnableBinding.invoke
         and kind.ainvoke is RunnableBinding.ainvoke
     )
+
+
+def _quiet_callbacks(root: BaseCallbackManager) -> BaseCallbackManager | None:
+    """The callbacks for the calls of a run with no chain run: ``None`` when the child (``_child``)
+    would be empty (no tags, no metadata) and no parent runnable's config in the context has callbacks
+    (a call given ``None`` would take those instead: ``ensure_config``); else the child. LangChain
+    configures a call from ``None`` as from the empty child, and spares each call a copy of it."""
+    if root.inheritable_tags or root.inheritable_metadata:
+        return _child(root)
+    parent = var_child_runnable_config.get()
+    return _child(root) if parent and parent.get("callbacks") is not None else None
 
 
 def _child(root: BaseCallbackManager) -> BaseCallbackManager:
