@@ -157,7 +157,7 @@ def run_minimal_loop(model: Any, tools: list[BaseTool], question: str, max_itera
         "steps": len(result["steps"]),
         "limit_reached": result["stop_reason"] == "max_iterations",
         "llm_calls": usage.calls,
-        "tokens": {"input": usage.input_tokens, "output": usage.output_tokens, "cached": usage.cached_tokens},
+        "tokens": usage.tokens(),
         "trace": [
             {**step, "observation": step["observation"][:OBSERVATION_CHARS]} for step in result["steps"]
         ],

@@ -40,7 +40,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult, LLMResult
 from langchain_core.tools import BaseTool
 
-from explicit_react import ExplicitReActAgent
+from explicit_react import ExplicitReActAgent, Step
 from explicit_react.loop import (
     STOPPED_ANSWERS as _STOPPED,
 )  # the sentences a run ends with when it has no answer
@@ -124,6 +124,24 @@ class UsageCounter(BaseCallbackHandler):
                 self.cached_tokens += int((usage.get("input_token_details") or {}).get("cache_read", 0))
                 self.last_reply = generation.text
 
+    def tokens(self) -> dict[str, int]:
+        """The record's ``tokens``: prompt tokens (``input``, of them ``cached``) and ``output``."""
+        return {"input": self.input_tokens, "output": self.output_tokens, "cached": self.cached_tokens}
+
+
+def step_records(steps: Sequence[Step], observation_chars: int) -> list[dict[str, Any]]:
+    """The record's ``trace`` of explicit_react's steps, each observation kept to ``observation_chars``."""
+    return [
+        {
+            "log": s.log,
+            "action": s.action,
+            "input": s.action_input,
+            "observation": s.observation[:observation_chars],
+            "error": s.error,
+        }
+        for s in steps
+    ]
+
 
 class AnswerKeyModel(BaseChatModel):
     """An instant model for the smoke test: looks the question up, searches once, then answers."""
@@ -198,17 +216,8 @@ def run_explicit(
         "loop_stopped": result.stop_reason.value == "loop_detected",
         "limit_reached": not result.success,
         "llm_calls": usage.calls,
-        "tokens": {"input": usage.input_tokens, "output": usage.output_tokens, "cached": usage.cached_tokens},
-        "trace": [
-            {
-                "log": s.log,
-                "action": s.action,
-                "input": s.action_input,
-                "observation": s.observation[:observation_chars],
-                "error": s.error,
-            }
-            for s in result.steps
-        ],
+        "tokens": usage.tokens(),
+        "trace": step_records(result.steps, observation_chars),
         "last_reply": usage.last_reply if not result.success else None,
     }
 
@@ -247,7 +256,7 @@ def run_classic(
         "loop_stopped": False,  # the classic executor has no loop detection
         "limit_reached": answer == CLASSIC_STOPPED,
         "llm_calls": usage.calls,
-        "tokens": {"input": usage.input_tokens, "output": usage.output_tokens, "cached": usage.cached_tokens},
+        "tokens": usage.tokens(),
         "trace": [
             {
                 "log": action.log,
