@@ -437,6 +437,57 @@ def test_show_merges_files_and_scores_again(tmp_path: Path) -> None:
     assert report["files"] == [str(p) for p in paths]
 
 
+def test_sign_test_is_the_exact_binomial_tail() -> None:
+    assert generated.sign_test(0, 0) == 1.0
+    assert generated.sign_test(3, 3) == 1.0
+    assert generated.sign_test(5, 0) == pytest.approx(2 / 32)  # 5 of 5 one way: 1/32, either way
+    assert generated.sign_test(1, 7) == pytest.approx(2 * 9 / 256)  # P(X <= 1 of 8), both tails
+    assert generated.sign_test(7, 1) == generated.sign_test(1, 7)
+
+
+def test_show_pairs_the_first_system_with_each_other_on_shared_questions(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--show FILE --systems a,b,c``: only those systems; the first against each other, question by
+    question; a question one system did not answer is left out of every table."""
+    world = worlds.World.generate(SEED)
+    q1, q2, q3, q4 = worlds.sample(world.questions, 1, SEED)[:4]
+
+    def record(q: worlds.Question, right: bool) -> dict[str, Any]:
+        answer = str(q.answer) if right else "no idea at all"
+        cost = {"tokens": {"input": 1, "output": 1}, "seconds": 1.0, "llm_calls": 1, "tool_calls": 1}
+        failure = None if right else "never_looked_up"
+        return {
+            "id": q.id,
+            "seed": SEED,
+            "kind": q.kind,
+            "answer": answer,
+            "correct": right,
+            "failure": failure,
+            "limit_reached": False,
+            "minimal_tool_calls": 1,
+            **cost,
+        }
+
+    records = {
+        "explicit": [record(q1, True), record(q2, True), record(q3, False), record(q4, True)],
+        "minimal": [record(q1, True), record(q2, False), record(q3, True)],
+        "classic": [record(q1, False), record(q2, False), record(q3, False), record(q4, False)],
+        "other": [record(q1, False)],
+    }
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps({"command": "c", "model": "m", "seeds": [SEED], "records": records}))
+
+    assert generated.main(["--show", str(path), "--systems", "explicit,minimal,classic"]) == 0
+    shown = capsys.readouterr().out
+    assert "3 questions answered by every system" in shown
+    assert "| **all** | **2/3** | **2/3** | **0/3** |" in shown
+    assert "| minimal | 3 | 1 | 1 | 1 | 0 | 1.0 |" in shown
+    assert "| classic | 3 | 0 | 2 | 0 | 1 | 0.5 |" in shown
+    assert "| other |" not in shown
+    assert generated.main(["--show", str(path), "--systems", "explicit,nobody"]) == 2
+
+
 def test_kinds_runs_the_same_questions_of_those_kinds_only(tmp_path: Path) -> None:
     out = tmp_path / "chains.json"
     argv = ["--model", "ideal", "--seeds", "2", "--per-kind", "2", "--systems", "explicit"]

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import shlex
@@ -405,6 +406,75 @@ def print_summary(report: dict[str, Any]) -> None:
         print(f"| {key} | " + " | ".join(str(summary[n][key]) for n in names) + " |")
 
 
+def sign_test(won: int, lost: int) -> float:
+    """Two-sided exact sign test: the chance of a split at least this uneven between ``won`` and
+    ``lost`` if either system were as likely as the other to be the one right on a question where
+    only one is (the questions both got right or both got wrong say nothing about which is better)."""
+    n, k = won + lost, min(won, lost)
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2**n
+    return min(1.0, 2 * tail)
+
+
+def paired(records: dict[str, list[dict[str, Any]]], first: str) -> list[dict[str, Any]]:
+    """``first`` against each other system on the questions both answered: how many both got right,
+    only ``first``, only the other, neither, and the sign test's p on the questions only one got right."""
+    right = {system: {r["id"]: bool(r["correct"]) for r in recs} for system, recs in records.items()}
+    rows = []
+    for other in right:
+        if other == first:
+            continue
+        shared = right[first].keys() & right[other].keys()
+        pairs = [(right[first][q], right[other][q]) for q in shared]
+        won, lost = pairs.count((True, False)), pairs.count((False, True))
+        rows.append(
+            {
+                "against": other,
+                "questions": len(pairs),
+                "both_right": pairs.count((True, True)),
+                "won": won,
+                "lost": lost,
+                "both_wrong": pairs.count((False, False)),
+                "sign_test_p": round(sign_test(won, lost), 3),
+            }
+        )
+    return rows
+
+
+def print_paired(first: str, rows: Sequence[dict[str, Any]]) -> None:
+    """The paired comparison as a Markdown table."""
+    print(
+        f"\n| {first} against | questions | both right | only {first} | only the other | both wrong "
+        "| sign test p |\n|---|---|---|---|---|---|---|"
+    )
+    for row in rows:
+        print(
+            f"| {row['against']} | {row['questions']} | {row['both_right']} | {row['won']} | {row['lost']} "
+            f"| {row['both_wrong']} | {row['sign_test_p']} |"
+        )
+
+
+def show(paths: Sequence[Path], systems: str | None) -> int:
+    """``--show``: the tables of the results files ``paths`` merged, on the questions every shown
+    system answered, and the first system paired with each other one."""
+    report = merged(paths)
+    records = report["records"]
+    if systems:
+        if missing := [s for s in systems.split(",") if s not in records]:
+            print(f"no records of system(s) {', '.join(missing)} in these files", file=sys.stderr)
+            return 2
+        records = {system: records[system] for system in systems.split(",")}
+    done = set.intersection(*({r["id"] for r in of_system} for of_system in records.values()))
+    shared = {system: [r for r in recs if r["id"] in done] for system, recs in records.items()}
+    report["summary"] = {system: summarise(recs) for system, recs in shared.items()}
+    print(f"{len(done)} questions answered by every system (an unfinished run's last ones are left out)")
+    print_summary(report)
+    if len(shared) > 1:
+        print_paired(next(iter(shared)), paired(shared, next(iter(shared))))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default="local:qwen", help="a load_model name, or 'ideal'")
@@ -421,8 +491,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--per-kind", type=int, default=3, help="questions of each kind per seed")
     parser.add_argument(
         "--systems",
-        default=",".join(DEFAULT_SYSTEMS),
-        help=f"a comma-separated list of: {', '.join(SYSTEMS)} (default: {','.join(DEFAULT_SYSTEMS)})",
+        default=None,
+        help=f"a comma-separated list of: {', '.join(SYSTEMS)} (default: {','.join(DEFAULT_SYSTEMS)}); "
+        "with --show, the systems to show (default: every system in the files)",
     )
     parser.add_argument("--max-iterations", type=int, default=6)
     parser.add_argument("--max-tokens", type=int, default=256)
@@ -456,22 +527,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--out", type=Path, default=None, help="default: bench/results/generated_<model>_<seeds>.json"
     )
     args = parser.parse_args(argv)
+    if args.show:
+        return show(args.show, args.systems)
+    args.systems = args.systems or ",".join(DEFAULT_SYSTEMS)
     if unknown := set(args.systems.split(",")) - set(SYSTEMS):
         parser.error(f"unknown system(s): {', '.join(sorted(unknown))}")
     if args.kinds and (unknown := set(args.kinds.split(",")) - set(KINDS)):
         parser.error(f"unknown kind(s): {', '.join(sorted(unknown))}")
     if args.model == "ideal" and (native := NATIVE_SYSTEMS & set(args.systems.split(","))):
         parser.error(f"the ideal model writes ReAct text; {', '.join(sorted(native))} need(s) a real model")
-    if args.show:
-        report = merged(args.show)
-        records = report["records"]
-        done = set.intersection(*({r["id"] for r in of_system} for of_system in records.values()))
-        report["summary"] = {
-            system: summarise([r for r in recs if r["id"] in done]) for system, recs in records.items()
-        }
-        print(f"{len(done)} questions answered by every system (an unfinished run's last ones are left out)")
-        print_summary(report)
-        return 0
     model_slug = re.sub(r"[^a-z0-9]+", "_", args.model.lower()).strip("_")
     stamp = datetime.now(UTC).strftime("%Y%m%d_%H%M")
     if args.out is None:
