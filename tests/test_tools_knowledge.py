@@ -158,6 +158,29 @@ def test_a_result_holding_a_query_word_no_other_result_has_stays() -> None:
     assert sorted(sources) == ["orders", "warranty"]
 
 
+def test_a_common_query_word_does_not_push_out_a_result_about_the_subject() -> None:
+    documents = [
+        {"content": "Brun Bithshirk works at Treathcaick Kitchens as chief engineer.", "source": "a"},
+        {"content": "Brun Bithshirk has been with Treathcaick Kitchens since 1987.", "source": "b"},
+        {"content": "Outside work, Brun Bithshirk sings. Bithshirk, born in 1940, grew up far from here.", "source": "c"},
+        *({"content": f"The {n} comes with a {n}-year warranty.", "source": f"w{n}"} for n in range(1, 6)),
+    ]
+    tool = KnowledgeBaseTool(documents, k=3)
+    # "birth" is in no passage; "year" is in five, all about other things: it brings none of them in.
+    assert sorted(passage.source for _, passage in tool.search("Brun Bithshirk birth year")) == [
+        "a",
+        "b",
+        "c",
+    ]
+    # The old rule, which brought in any missing word, put a warranty in place of the birth year.
+    words = set(tokenize("Brun Bithshirk birth year"))
+    ranked = sorted(
+        (i for i, held in enumerate(tool._passage_words) if words & held),
+        key=lambda i: (-len(words & tool._passage_words[i]), i),
+    )
+    assert [tool.passages[i].source for i in tool._cover(ranked, words, rarer_than_held=False)][-1] == "w1"
+
+
 def test_a_query_finds_another_form_of_its_words() -> None:
     documents = [
         {"content": "The Quillfern warranty lasts 2 years.", "source": "policies"},

@@ -24,7 +24,8 @@ from worlds import World
 
 
 class BM25First(KnowledgeBaseTool):
-    """The ranking before coverage came first: BM25 score alone (kept here to measure against)."""
+    """The ranking before coverage came first: BM25 score alone, and any query word missing from the
+    results brought in, as the tool did then (kept here to measure against)."""
 
     def search(self, query: str) -> list[tuple[float, Passage]]:
         """Like ``KnowledgeBaseTool.search``, ranked by BM25 alone."""
@@ -36,7 +37,9 @@ class BM25First(KnowledgeBaseTool):
             (i for i, passage_words in enumerate(self._passage_words) if wanted & passage_words),
             key=lambda i: (-scores[i], i),
         )
-        return [(float(scores[i]), self.passages[i]) for i in self._cover(ranked, wanted)]
+        return [
+            (float(scores[i]), self.passages[i]) for i in self._cover(ranked, wanted, rarer_than_held=False)
+        ]
 
 
 def misses(world: World, tool: KnowledgeBaseTool) -> tuple[list[str], int]:

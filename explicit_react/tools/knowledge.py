@@ -218,17 +218,27 @@ class KnowledgeBaseTool(BaseTool):
         chosen = self._cover(ranked, wanted)
         return [(float(scores[index]), self.passages[index]) for index in chosen]
 
-    def _cover(self, ranked: list[int], wanted: set[str]) -> list[int]:
+    def _cover(self, ranked: list[int], wanted: set[str], rarer_than_held: bool = True) -> list[int]:
         """The top ``k`` of ``ranked``, changed so that each query word found in any passage is in
         some result, rarest word first, while a result can make room without losing a word.
 
         Plain BM25 lets the words that many passages share crowd out a rarer one: "shipping cost
         for Tidewalker T9 robots" gave three passages about the Tidewalker and none about shipping
-        (bench/eval, docs/benchmarks.md)."""
+        (bench/eval, docs/benchmarks.md).
+
+        Only a word rarer than every query word the results already hold is brought in: the best
+        passage for a common word is one of many and says little about the query. "Brun Bithshirk
+        birth year" found three passages naming him (his birth year among them, written "born in
+        1940"), and "year" swapped the one with the answer for another product's warranty.
+        ``rarer_than_held=False`` brings in any missing word, as before that was seen."""
         words_of = [self._passage_words[index] for index in ranked]
         chosen = list(range(min(self.k, len(ranked))))  # positions in ``ranked``, so sorted is best first
         idf = self._index.idf
+        held = wanted & set().union(*(words_of[position] for position in chosen))
+        commonest_held = min((idf.get(word, 0.0) for word in held), default=0.0) if rarer_than_held else 0.0
         for word in sorted(wanted, key=lambda w: (-idf.get(w, 0.0), w)):
+            if idf.get(word, 0.0) <= commonest_held:
+                break  # this word and every later one are no rarer than a word the results hold
             if any(word in words_of[position] for position in chosen):
                 continue
             carrier = next((p for p, words in enumerate(words_of) if word in words), None)
