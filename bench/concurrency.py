@@ -206,8 +206,9 @@ def langchain_calls_batch(delay: float, tool: BaseTool) -> Batch:
 
 class RecordedCall(NamedTuple):
     """One call the agent made on its model or tool: the method, the arguments exactly as passed (the
-    same objects), and whether a blocking method ran off the event loop's thread (the async driver runs
-    a call with no native async form, such as a sync tool's ``run``, with ``asyncio.to_thread``)."""
+    same objects), and whether a blocking method ran off the main thread, where the batch's event loop
+    runs (the async driver runs a call with no native async form, such as a sync tool's ``run``, with
+    ``asyncio.to_thread``)."""
 
     target: str  # "model" or "tool"
     method: str  # "ainvoke", "invoke", "arun" or "run"
@@ -282,6 +283,13 @@ def record_agent_calls(tool: BaseTool, asked: list[str]) -> dict[str, list[Recor
     return calls
 
 
+RECORDINGS: dict[tuple[int, float], tuple[QuestionKeyedModel, dict[str, list[Any]]]] = {}
+"""The replayed calls of each tool (by ``id``) and model delay, with the model they are replayed on:
+shared by the two replay rows, so a process holds one copy of them. They are many objects (about
+10 per question, besides the recorded arguments themselves) that the collector tracks and that stay
+for the process's life; ``cpu_per_question`` drops them before the next tool's."""
+
+
 def replayed_batch(delay: float, tool: BaseTool, *, through_abatch: bool = True) -> Batch:
     """No agent: per question exactly the model and tool calls the agent made for it (recorded by
     ``record_agent_calls`` from real agent runs: the same message lists, ``stop``, config, tool input
@@ -290,15 +298,21 @@ def replayed_batch(delay: float, tool: BaseTool, *, through_abatch: bool = True)
     questions go through LangChain's ``Runnable.abatch`` as the agent's do (a ``Runnable`` whose
     ``ainvoke`` replays a question), else through ``asyncio.gather`` and a semaphore, like the
     LangChain calls alone. The calls must be recorded first (``prepare``), outside any timing."""
-    targets = {"model": QuestionKeyedModel(delay=delay), "tool": tool}
-    replays: dict[str, list[tuple[Callable[[], Any], str]]] = {}
+    model, replays = RECORDINGS.setdefault((id(tool), delay), (QuestionKeyedModel(delay=delay), {}))
+    methods = {
+        (target, name): getattr(obj, name)
+        for target, obj in (("model", model), ("tool", tool))
+        for name in RECORDED_METHODS[target]
+    }
 
     def capture(asked: list[str]) -> None:
         todo = [question for question in asked if question not in replays]
         for question, made in (record_agent_calls(tool, todo) if todo else {}).items():
             replays[question] = [
                 (
-                    partial(getattr(targets[c.target], c.method), *c.args, **c.kwargs),
+                    methods[c.target, c.method],
+                    c.args,
+                    c.kwargs,
                     "await" if c.method.startswith("a") else "thread" if c.in_thread else "call",
                 )
                 for c in made
@@ -306,13 +320,13 @@ def replayed_batch(delay: float, tool: BaseTool, *, through_abatch: bool = True)
 
     async def one(question: str) -> str:
         reply: Any = None
-        for call, how in replays[question]:
+        for method, args, kwargs, how in replays[question]:
             if how == "await":
-                reply = await call()
+                reply = await method(*args, **kwargs)
             elif how == "thread":
-                reply = await asyncio.to_thread(call)
+                reply = await asyncio.to_thread(method, *args, **kwargs)
             else:
-                reply = call()
+                reply = method(*args, **kwargs)
         return str(reply.content).split("Final Answer: ", 1)[1]
 
     class Replayed(Runnable[str, str]):
@@ -552,6 +566,7 @@ def cpu_per_question(
     collections of each of its runs (young, middle, full) and its ratio to each of ``FLOORS``."""
     rows = []
     for kind in tools:
+        RECORDINGS.clear()  # the last tool's; the next batches record their own
         batches = {name: FRAMEWORKS[name](0.0, TOOLS[kind]) for name in names or FRAMEWORKS}
         prepare(batches, questions(n))
         tasks = {
