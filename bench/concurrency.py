@@ -16,7 +16,14 @@ explicit_react's ``ExplicitReActAgent.abatch`` is compared with the classic ``Ag
 A third row runs explicit_react with the model as a plain async function (same replies, same
 delay) instead of a LangChain chat model, to show how much of the cost is the chat-model machinery.
 A fourth row has no agent: each question makes the same two model calls and one tool call through
-LangChain's interfaces and nothing else, the ceiling for any agent built on those objects.
+LangChain's interfaces and nothing else, the ceiling for any agent built on those objects (with a
+one-line prompt, no stop sequence, the tool's input as text, ``asyncio.gather`` and a semaphore).
+Two more rows have no agent either, but make exactly the LangChain calls the agent makes: recorded
+from real runs of the agent (one per question, through its model and tool), the same message lists,
+``stop``, config, tool input and keyword arguments, replayed with no prompt, parser or loop; once
+through ``asyncio.gather`` and a semaphore like the fourth row, once through LangChain's
+``Runnable.abatch`` like the agent. The CPU table divides every row by both floors: the LangChain
+calls alone, and the agent's own calls replayed through ``abatch``.
 
     python bench/concurrency.py [--questions 200] [--delay 0.05] [--quick] [--out PATH]
 
@@ -24,8 +31,9 @@ Where the agent's CPU goes: ``--breakdown`` builds the no-agent row up, one laye
 does at a time (a chain run for callbacks, the prompt, the parser), and measures each against the
 whole agent, CPU per question as above.
 
-Before and after a change: ``--trees OLD,NEW`` measures only the CPU per question, of explicit_react
-and of the LangChain calls alone, for the explicit_react of each source tree (a git worktree of
+Before and after a change: ``--trees OLD,NEW`` measures only the CPU per question, of explicit_react,
+of the LangChain calls alone and of the agent's own calls replayed (each tree's agent recorded), for
+the explicit_react of each source tree (a git worktree of
 another commit, say), in fresh processes taking turns, ``--rounds`` times each; in each process the
 agent and the LangChain calls alone take turns ``--repeats`` times, and each keeps its least CPU:
 
@@ -37,20 +45,23 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import inspect
 import json
 import math
 import re
 import sys
+import threading
 import time
 import tracemalloc
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool, tool
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -119,8 +130,13 @@ Batch = Callable[[list[str], int], Any]
 """``batch(questions, concurrency)``: an awaitable that answers all the questions."""
 
 
+def make_agent(model: Any, tool: BaseTool) -> ExplicitReActAgent:
+    """The agent every explicit_react row measures (and ``replayed_batch`` records)."""
+    return ExplicitReActAgent(model, [tool], max_iterations=3)
+
+
 def explicit_batch(delay: float, tool: BaseTool) -> Batch:
-    agent = ExplicitReActAgent(QuestionKeyedModel(delay=delay), [tool], max_iterations=3)
+    agent = make_agent(QuestionKeyedModel(delay=delay), tool)
 
     async def batch(questions: list[str], concurrency: int) -> list[str]:
         outputs = await agent.abatch(questions, config={"max_concurrency": concurrency})
@@ -188,12 +204,173 @@ def langchain_calls_batch(delay: float, tool: BaseTool) -> Batch:
     return batch
 
 
+class RecordedCall(NamedTuple):
+    """One call the agent made on its model or tool: the method, the arguments exactly as passed (the
+    same objects), and whether a blocking method ran off the main thread, where the batch's event loop
+    runs (the async driver runs a call with no native async form, such as a sync tool's ``run``, with
+    ``asyncio.to_thread``)."""
+
+    target: str  # "model" or "tool"
+    method: str  # "ainvoke", "invoke", "arun" or "run"
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    in_thread: bool
+
+
+RECORDED_METHODS = {"model": ("invoke", "ainvoke"), "tool": ("run", "arun")}
+
+
+def recording(target: str, obj: Any, log: list[RecordedCall]) -> Any:
+    """``obj`` with its public call methods (``RECORDED_METHODS``) recording each call into ``log``
+    and then calling the real method with the same arguments: patched on the instance, so the
+    object's class, and every check the agent makes on it, stay what they were."""
+    for name in RECORDED_METHODS[target]:
+        real = getattr(obj, name)
+        if inspect.iscoroutinefunction(real):
+
+            async def arecord(*args: Any, _real: Any = real, _name: str = name, **kwargs: Any) -> Any:
+                log.append(RecordedCall(target, _name, args, kwargs, False))
+                return await _real(*args, **kwargs)
+
+            object.__setattr__(obj, name, arecord)
+        else:
+
+            def record(*args: Any, _real: Any = real, _name: str = name, **kwargs: Any) -> Any:
+                off_loop = threading.current_thread() is not threading.main_thread()
+                log.append(RecordedCall(target, _name, args, kwargs, off_loop))
+                return _real(*args, **kwargs)
+
+            object.__setattr__(obj, name, record)
+    return obj
+
+
+def question_of_item(question: str) -> str:
+    match = _ITEM.search(question)
+    assert match is not None, question
+    return match[1]
+
+
+def question_of(call: RecordedCall) -> str:
+    """The question a recorded call belongs to: every model prompt holds it, every tool input its item."""
+    if call.target == "model":
+        text = "\n".join(str(m.content) for m in call.args[0])
+        match = _ITEM.search(text)
+        assert match is not None, text
+        return match[0]
+    item = re.search(r"item (\d+)", str(call.args[0]))
+    assert item is not None, call.args
+    return f"What is the value of item {item[1]}?"
+
+
+def record_agent_calls(tool: BaseTool, asked: list[str]) -> dict[str, list[RecordedCall]]:
+    """Run the agent of the explicit_react row (``make_agent``, through ``abatch`` at concurrency 50,
+    no callbacks) once over ``asked``, its model and a copy of ``tool`` recording every call; the calls
+    of each question, in order. Each question must have made a model call, a tool call, a model call."""
+    log: list[RecordedCall] = []
+    model = recording("model", QuestionKeyedModel(delay=0.0), log)
+    agent = make_agent(model, recording("tool", tool.model_copy(), log))
+    outputs = asyncio.run(agent.abatch(asked, config={"max_concurrency": 50}))
+    answers = [o["output"] for o in outputs]
+    expected = [f"item {question_of_item(q)} is 42" for q in asked]
+    if answers != expected:
+        raise RuntimeError(f"recording the agent's calls: wrong answers, e.g. {answers[:3]!r}")
+    calls: dict[str, list[RecordedCall]] = {question: [] for question in asked}
+    for call in log:
+        calls[question_of(call)].append(call)
+    for question, made in calls.items():
+        if [c.target for c in made] != ["model", "tool", "model"]:
+            raise RuntimeError(f"{question}: the agent made {[(c.target, c.method) for c in made]}")
+    return calls
+
+
+RECORDINGS: dict[tuple[int, float], tuple[QuestionKeyedModel, dict[str, list[Any]]]] = {}
+"""The replayed calls of each tool (by ``id``) and model delay, with the model they are replayed on:
+shared by the two replay rows, so a process holds one copy of them. They are many objects (about
+10 per question, besides the recorded arguments themselves) that the collector tracks and that stay
+for the process's life; ``cpu_per_question`` drops them before the next tool's."""
+
+
+def replayed_batch(delay: float, tool: BaseTool, *, through_abatch: bool = True) -> Batch:
+    """No agent: per question exactly the model and tool calls the agent made for it (recorded by
+    ``record_agent_calls`` from real agent runs: the same message lists, ``stop``, config, tool input
+    and keyword arguments, on the same kind of model and the same tool, a blocking call in a thread as
+    the agent's async driver runs it), replayed with no prompt, parser or loop. ``through_abatch``: the
+    questions go through LangChain's ``Runnable.abatch`` as the agent's do (a ``Runnable`` whose
+    ``ainvoke`` replays a question), else through ``asyncio.gather`` and a semaphore, like the
+    LangChain calls alone. The calls must be recorded first (``prepare``), outside any timing."""
+    model, replays = RECORDINGS.setdefault((id(tool), delay), (QuestionKeyedModel(delay=delay), {}))
+    methods = {
+        (target, name): getattr(obj, name)
+        for target, obj in (("model", model), ("tool", tool))
+        for name in RECORDED_METHODS[target]
+    }
+
+    def capture(asked: list[str]) -> None:
+        todo = [question for question in asked if question not in replays]
+        for question, made in (record_agent_calls(tool, todo) if todo else {}).items():
+            replays[question] = [
+                (
+                    methods[c.target, c.method],
+                    c.args,
+                    c.kwargs,
+                    "await" if c.method.startswith("a") else "thread" if c.in_thread else "call",
+                )
+                for c in made
+            ]
+
+    async def one(question: str) -> str:
+        reply: Any = None
+        for method, args, kwargs, how in replays[question]:
+            if how == "await":
+                reply = await method(*args, **kwargs)
+            elif how == "thread":
+                reply = await asyncio.to_thread(method, *args, **kwargs)
+            else:
+                reply = method(*args, **kwargs)
+        return str(reply.content).split("Final Answer: ", 1)[1]
+
+    class Replayed(Runnable[str, str]):
+        def invoke(self, input: str, config: RunnableConfig | None = None, **kwargs: Any) -> str:
+            raise NotImplementedError("the replay is async only")
+
+        async def ainvoke(self, input: str, config: RunnableConfig | None = None, **kwargs: Any) -> str:
+            return await one(input)
+
+    replayed = Replayed()
+
+    async def batch(questions: list[str], concurrency: int) -> list[str]:
+        if through_abatch:
+            return await replayed.abatch(questions, config={"max_concurrency": concurrency})
+        slots = asyncio.Semaphore(concurrency)
+
+        async def gated(question: str) -> str:
+            async with slots:
+                return await one(question)
+
+        return list(await asyncio.gather(*(gated(q) for q in questions)))
+
+    batch.capture = capture  # type: ignore[attr-defined]
+    return batch
+
+
+def prepare(batches: dict[Any, Batch], asked: list[str]) -> None:
+    """Record the agent's calls for ``asked`` for every replay among ``batches`` (before timing them)."""
+    for batch in batches.values():
+        capture = getattr(batch, "capture", None)
+        if capture is not None:
+            capture(asked)
+
+
 NO_AGENT = "no agent: the LangChain calls alone"
+REPLAYED_GATHER = "no agent: the agent's own LangChain calls, replayed, gather+Semaphore"
+REPLAYED = "no agent: the agent's own LangChain calls, replayed, abatch"
 FRAMEWORKS: dict[str, Callable[[float, BaseTool], Batch]] = {
     "explicit_react": explicit_batch,
     "classic AgentExecutor": classic_batch,
     "explicit_react, model as an async function": explicit_function_batch,
     NO_AGENT: langchain_calls_batch,
+    REPLAYED_GATHER: partial(replayed_batch, through_abatch=False),
+    REPLAYED: replayed_batch,
 }
 
 
@@ -230,6 +407,7 @@ def peak_memory(batch: Batch, n: int, concurrency: int) -> int:
 
 def measure(n: int, delay: float, levels: list[int], repeats: int, tools: list[str]) -> list[dict[str, Any]]:
     batches = {(name, kind): make(delay, TOOLS[kind]) for kind in tools for name, make in FRAMEWORKS.items()}
+    prepare(batches, questions(n))
     for (name, _), batch in batches.items():  # warm-up
         timed(name, batch, min(n, 10), 10)
     rows = []
@@ -339,16 +517,26 @@ BREAKDOWN = [
 ]
 
 
-def cpu_in_turns(batches: dict[str, Batch], n: int, rounds: int) -> dict[str, list[float]]:
+def cpu_in_turns(
+    batches: dict[str, Batch],
+    n: int,
+    rounds: int,
+    collections: dict[str, list[list[int]]] | None = None,
+) -> dict[str, list[float]]:
     """CPU ms per question of each batch over ``n`` questions at concurrency 50, the batches taking
-    turns, ``rounds`` times each (every run checked)."""
+    turns, ``rounds`` times each (every run checked). ``collections``, if given, gets the garbage
+    collections of each run, per generation (``gc.get_stats()`` before and after it)."""
     samples: dict[str, list[float]] = {name: [] for name in batches}
     for _ in range(rounds):
         for name, batch in batches.items():
             gc.collect()
+            before = [generation["collections"] for generation in gc.get_stats()]
             began = time.process_time()
             outputs = asyncio.run(batch(questions(n), 50))
             samples[name].append(1000 * (time.process_time() - began) / n)
+            after = [generation["collections"] for generation in gc.get_stats()]
+            if collections is not None:
+                collections.setdefault(name, []).append([a - b for a, b in zip(after, before, strict=True)])
             check(name, outputs, n)
     return samples
 
@@ -374,25 +562,40 @@ def cpu_per_question(
     every thread, over ``n`` questions at concurrency 50): the cost concurrency cannot hide. Also the
     asyncio tasks each question creates. ``names``: the frameworks to measure (all by default).
     ``repeats``: the frameworks take turns this many times and each keeps its least CPU (on a loaded
-    machine the least is the one least disturbed by other processes)."""
+    machine the least is the one least disturbed by other processes). Each row also has the garbage
+    collections of each of its runs (young, middle, full) and its ratio to each of ``FLOORS``."""
     rows = []
     for kind in tools:
+        RECORDINGS.clear()  # the last tool's; the next batches record their own
         batches = {name: FRAMEWORKS[name](0.0, TOOLS[kind]) for name in names or FRAMEWORKS}
+        prepare(batches, questions(n))
         tasks = {
             name: tasks_per_question(name, batch, min(n, 50)) for name, batch in batches.items()
         }  # warm-up
-        samples = cpu_in_turns(batches, n, repeats)
+        collections: dict[str, list[list[int]]] = {}
+        samples = cpu_in_turns(batches, n, repeats, collections)
+        least = {name: min(samples[name]) for name in batches}
         rows += [
             {
                 "framework": name,
                 "tool": kind,
-                "cpu_ms_per_question": min(samples[name]),
+                "cpu_ms_per_question": least[name],
                 "samples": samples[name],
                 "tasks_per_question": tasks[name],
+                "gc_collections": collections[name],
+                **{key: least[name] / least[floor] for key, floor in FLOORS.items() if floor in least},
             }
             for name in batches
         ]
     return rows
+
+
+FLOORS = {"ratio_to_no_agent": NO_AGENT, "ratio_to_replayed": REPLAYED}
+"""The two no-agent floors a row's CPU is divided by: the LangChain calls alone (issue 22's target is
+1.3x of it), and the agent's own LangChain calls replayed through ``abatch``."""
+
+WORKER_ROWS = ["explicit_react", NO_AGENT, REPLAYED_GATHER, REPLAYED]
+"""What ``--trees`` measures in each process, taking turns."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -417,9 +620,7 @@ def main(argv: list[str] | None = None) -> int:
         args.questions, args.delay, args.levels, args.repeats, args.rounds = 10, 0.005, "1,5", 1, 1
     cpu_questions = 20 if args.quick else 1000
     if args.worker:
-        rows = cpu_per_question(
-            cpu_questions, args.tools.split(","), ["explicit_react", NO_AGENT], args.repeats
-        )
+        rows = cpu_per_question(cpu_questions, args.tools.split(","), WORKER_ROWS, args.repeats)
         print(json.dumps({"package": explicit_react.__file__, "cpu": rows}))
         return 0
     if args.trees:
@@ -465,9 +666,23 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nCPU per question with no model delay ({cpu_questions} questions at concurrency 50)\n")
     print(
         table(
-            ["framework", "tool", "CPU ms per question", "asyncio tasks per question"],
             [
-                [r["framework"], r["tool"], f"{r['cpu_ms_per_question']:.2f}", f"{r['tasks_per_question']:g}"]
+                "framework",
+                "tool",
+                "CPU ms per question",
+                "/ the LangChain calls alone",
+                "/ the agent's calls replayed (abatch)",
+                "asyncio tasks per question",
+            ],
+            [
+                [
+                    r["framework"],
+                    r["tool"],
+                    f"{r['cpu_ms_per_question']:.2f}",
+                    f"{r['ratio_to_no_agent']:.2f}",
+                    f"{r['ratio_to_replayed']:.2f}",
+                    f"{r['tasks_per_question']:g}",
+                ]
                 for r in cpu
             ],
         )
@@ -524,14 +739,15 @@ def show_breakdown(args: argparse.Namespace, n: int) -> int:
 
 
 def compare_trees(args: argparse.Namespace, trees: list[Path]) -> int:
-    """``--trees``: CPU per question of each tree's explicit_react and of the LangChain calls alone,
-    measured in the same process, the processes taking turns."""
+    """``--trees``: CPU per question of each tree's explicit_react, of the LangChain calls alone and of
+    that agent's own calls replayed (``WORKER_ROWS``), measured in the same process, the processes
+    taking turns; the agent's ratio to each floor, per process."""
     load_before = load_average()
     worker = ["--tools", args.tools, "--repeats", str(args.repeats)] + (["--quick"] if args.quick else [])
     runs = run_in_trees(Path(__file__), trees, args.rounds, worker)
     load_after = load_average()
     summary: dict[str, dict[str, Any]] = {}
-    rows = []
+    rows, collection_lines = [], []
     for tree, rounds in runs.items():
         summary[tree] = {}
         for kind in args.tools.split(","):
@@ -539,17 +755,44 @@ def compare_trees(args: argparse.Namespace, trees: list[Path]) -> int:
                 {r["framework"]: r["cpu_ms_per_question"] for r in run["cpu"] if r["tool"] == kind}
                 for run in rounds
             ]
-            ours, floor = [c["explicit_react"] for c in cpu], [c[NO_AGENT] for c in cpu]
+            ours = [c["explicit_react"] for c in cpu]
+            floor, replayed = [c[NO_AGENT] for c in cpu], [c[REPLAYED] for c in cpu]
+            gathered = [c[REPLAYED_GATHER] for c in cpu]
             ratios = [o / f for o, f in zip(ours, floor, strict=True)]
+            to_replayed = [o / r for o, r in zip(ours, replayed, strict=True)]
+            every_run: dict[
+                str, list[list[int]]
+            ] = {}  # each framework's collections, every run of every round
+            for run in rounds:
+                for r in run["cpu"]:
+                    if r["tool"] == kind:
+                        every_run.setdefault(r["framework"], []).extend(r["gc_collections"])
+            collections = {
+                name: [median([c[g] for c in counts]) for g in range(3)] for name, counts in every_run.items()
+            }
+            collection_lines.append(
+                f"{tree}, {kind} tool: "
+                + "; ".join(
+                    f"{name} {'/'.join(f'{c:g}' for c in gens)}" for name, gens in collections.items()
+                )
+            )
             summary[tree][kind] = {
+                "gc_collections_median": collections,
                 "explicit_react_cpu_ms": median(ours),
                 "no_agent_cpu_ms": median(floor),
+                "replayed_gather_cpu_ms": median(gathered),
+                "replayed_cpu_ms": median(replayed),
                 "ratio_to_no_agent": median(ratios),
                 "least_to_least": min(ours) / min(floor),
+                "ratio_to_replayed": median(to_replayed),
+                "least_to_least_replayed": min(ours) / min(replayed),
                 "rounds": {
                     "explicit_react_cpu_ms": ours,
                     "no_agent_cpu_ms": floor,
+                    "replayed_gather_cpu_ms": gathered,
+                    "replayed_cpu_ms": replayed,
                     "ratio_to_no_agent": ratios,
+                    "ratio_to_replayed": to_replayed,
                 },
             }
             rows.append(
@@ -558,8 +801,12 @@ def compare_trees(args: argparse.Namespace, trees: list[Path]) -> int:
                     kind,
                     f"{median(ours):.3f}",
                     f"{median(floor):.3f}",
-                    f"{median(ratios):.2f}",
+                    f"{median(gathered):.3f}",
+                    f"{median(replayed):.3f}",
+                    f"{median(ratios):.2f} ({', '.join(f'{r:.2f}' for r in ratios)})",
                     f"{min(ours) / min(floor):.2f}",
+                    f"{median(to_replayed):.2f} ({', '.join(f'{r:.2f}' for r in to_replayed)})",
+                    f"{min(ours) / min(replayed):.2f}",
                 ]
             )
     print(
@@ -574,12 +821,20 @@ def compare_trees(args: argparse.Namespace, trees: list[Path]) -> int:
                 "tool",
                 "explicit_react",
                 "LangChain calls alone",
-                "ratio (median of rounds)",
-                "least / least (all rounds)",
+                "agent's calls replayed, gather",
+                "agent's calls replayed, abatch",
+                "/ calls alone, median of rounds (each)",
+                "least / least",
+                "/ replayed (abatch), median of rounds (each)",
+                "least / least",
             ],
             rows,
         )
     )
+    print(
+        f"\nGarbage collections per run of {20 if args.quick else 1000} questions, young/middle/full, median:"
+    )
+    print("\n".join(collection_lines))
     out = args.out or RESULTS / "concurrency_trees.json"
     write_json(
         out,

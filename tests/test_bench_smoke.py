@@ -6,6 +6,7 @@ scripted model, never a real one.
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import json
 import sys
@@ -70,6 +71,8 @@ def test_concurrency(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
         "classic AgentExecutor",
         "explicit_react, model as an async function",
         "no agent: the LangChain calls alone",
+        "no agent: the agent's own LangChain calls, replayed, gather+Semaphore",
+        "no agent: the agent's own LangChain calls, replayed, abatch",
     ]
     assert [(r["framework"], r["tool"], r["concurrency"]) for r in data["rows"]] == [
         (framework, tool, level) for level in (1, 5) for tool in ("sync", "async") for framework in frameworks
@@ -81,6 +84,8 @@ def test_concurrency(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     ]
     assert all(r["cpu_ms_per_question"] > 0 for r in data["cpu"])
     assert all(r["tasks_per_question"] >= 1 for r in data["cpu"])  # abatch's own task per question, at least
+    assert all(r["ratio_to_no_agent"] > 0 and r["ratio_to_replayed"] > 0 for r in data["cpu"])
+    assert "/ the agent's calls replayed (abatch)" in printed
     assert all(r["efficiency"] > 0 and r["kib_per_concurrent_run"] > 0 for r in data["rows"])
 
 
@@ -98,6 +103,85 @@ def test_concurrency_breakdown_builds_the_no_agent_row_up_to_the_agent(
     ]
     assert data["rows"][0]["ratio_to_no_agent"] == 1.0
     assert all(r["cpu_ms_per_question"] > 0 for r in data["rows"])
+
+
+def _described(value: Any) -> Any:
+    """A call's argument as data that compares by value: messages by type and content, callback
+    managers by type, handlers, tags, metadata and whether they have a parent run."""
+    from langchain_core.callbacks import BaseCallbackManager
+    from langchain_core.messages import BaseMessage
+
+    if isinstance(value, BaseMessage):
+        return (type(value).__name__, value.content)
+    if isinstance(value, BaseCallbackManager):
+        handlers = [type(h).__name__ for h in value.handlers]
+        return (type(value).__name__, handlers, value.tags, value.metadata, value.parent_run_id is not None)
+    if isinstance(value, dict):
+        return (type(value).__name__, {k: _described(v) for k, v in value.items()})
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, [_described(v) for v in value])
+    return (type(value).__name__, value)
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_the_replayed_row_makes_the_agents_own_langchain_calls(
+    kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The row "the agent's own LangChain calls, replayed" makes, per question, exactly the model and
+    tool calls the agent makes: seen at LangChain's classes (every ``invoke``/``ainvoke`` of a chat
+    model, every ``run``/``arun`` of a tool, and every ``_generate``/``_agenerate`` underneath, so a
+    call by another route would show up as a missing one), compared by method, thread, message types
+    and contents, ``stop``, config, tool input (its type too) and keyword arguments."""
+    import threading
+
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.tools import BaseTool
+
+    bench = load("concurrency.py")
+    seen: list[tuple[str, Any, bool]] = []
+
+    def spy(cls: type, name: str) -> None:
+        real = getattr(cls, name)
+        if name.startswith("a"):
+
+            async def aspied(self: Any, *args: Any, **kwargs: Any) -> Any:
+                seen.append((name, _described([list(args), kwargs]), False))
+                return await real(self, *args, **kwargs)
+
+            monkeypatch.setattr(cls, name, aspied)
+        else:
+
+            def spied(self: Any, *args: Any, **kwargs: Any) -> Any:
+                off_loop = threading.current_thread() is not threading.main_thread()
+                seen.append((name, _described([list(args), kwargs]), off_loop))
+                return real(self, *args, **kwargs)
+
+            monkeypatch.setattr(cls, name, spied)
+
+    for name in ("invoke", "ainvoke"):
+        spy(BaseChatModel, name)
+    for name in ("run", "arun"):
+        spy(BaseTool, name)
+    for name in ("_generate", "_agenerate"):
+        spy(bench.QuestionKeyedModel, name)
+
+    asked = bench.questions(7)
+    tool = bench.TOOLS[kind]
+    replays = {
+        "abatch": bench.FRAMEWORKS[bench.REPLAYED](0.0, tool),
+        "gather": bench.FRAMEWORKS[bench.REPLAYED_GATHER](0.0, tool),
+    }
+    bench.prepare(replays, asked)  # records the agent's calls (on copies: seen too, and dropped)
+    seen.clear()
+    bench.check("explicit_react", asyncio.run(bench.explicit_batch(0.0, tool)(asked, 3)), len(asked))
+    agents = sorted(seen, key=repr)
+    # two model calls, each seen twice (ainvoke, then _agenerate), and a tool call
+    assert len(agents) == 5 * len(asked)
+    assert sum(1 for name, _, _ in agents if name.endswith("generate")) == 2 * len(asked)
+    for how, batch in replays.items():
+        seen.clear()
+        bench.check(how, asyncio.run(batch(asked, 3)), len(asked))
+        assert sorted(seen, key=repr) == agents, how
 
 
 def test_lockstep(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
