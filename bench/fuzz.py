@@ -64,7 +64,11 @@ class Replies:
 
     def __init__(self, rng: random.Random) -> None:
         self.rng = rng
-        self.corpus = [json.loads(line)["text"] for line in CORPUS.read_text(encoding="utf-8").splitlines() if line.strip()]
+        self.corpus = [
+            json.loads(line)["text"]
+            for line in CORPUS.read_text(encoding="utf-8").splitlines()
+            if line.strip()
+        ]
         self.families = list(families().items())
         self.generators: list[tuple[str, Callable[[], str], float]] = [
             ("random text", self.random_text, 0.15),

@@ -148,7 +148,9 @@ def main(argv: list[str] | None = None) -> int:
     rng = random.Random(args.seed)
     counts: Counter[str] = Counter()
     bad: list[Any] = []
-    corpus = [json.loads(line)["text"] for line in CORPUS.read_text(encoding="utf-8").splitlines() if line.strip()]
+    corpus = [
+        json.loads(line)["text"] for line in CORPUS.read_text(encoding="utf-8").splitlines() if line.strip()
+    ]
     compare("corpus", corpus, len(corpus), counts, bad)
     compare("tests' strings", test_strings(), 10**9, counts, bad)
     fuzz = Replies(rng)

@@ -162,7 +162,10 @@ def test_a_common_query_word_does_not_push_out_a_result_about_the_subject() -> N
     documents = [
         {"content": "Brun Bithshirk works at Treathcaick Kitchens as chief engineer.", "source": "a"},
         {"content": "Brun Bithshirk has been with Treathcaick Kitchens since 1987.", "source": "b"},
-        {"content": "Outside work, Brun Bithshirk sings. Bithshirk, born in 1940, grew up far from here.", "source": "c"},
+        {
+            "content": "Outside work, Brun Bithshirk sings. Bithshirk, born in 1940, grew up far from here.",
+            "source": "c",
+        },
         *({"content": f"The {n} comes with a {n}-year warranty.", "source": f"w{n}"} for n in range(1, 6)),
     ]
     tool = KnowledgeBaseTool(documents, k=3)
