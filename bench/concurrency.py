@@ -126,6 +126,13 @@ class QuestionKeyedModel(BaseChatModel):
         return self._reply(messages)
 
 
+def item_of(question: str) -> str:
+    """The item number a benchmark question asks about."""
+    match = _ITEM.search(question)
+    assert match is not None, question
+    return match[1]
+
+
 Batch = Callable[[list[str], int], Any]
 """``batch(questions, concurrency)``: an awaitable that answers all the questions."""
 
@@ -190,10 +197,8 @@ def langchain_calls_batch(delay: float, tool: BaseTool) -> Batch:
 
     async def one(question: str, slots: asyncio.Semaphore) -> str:
         async with slots:
-            item = _ITEM.search(question)
-            assert item is not None
             await model.ainvoke([HumanMessage(question)])
-            observation = await tool.arun(f"item {item[1]}")
+            observation = await tool.arun(f"item {item_of(question)}")
             reply = await model.ainvoke([HumanMessage(f"{question}\n{observation}")])
             return str(reply.content).split("Final Answer: ", 1)[1]
 
@@ -244,19 +249,11 @@ def recording(target: str, obj: Any, log: list[RecordedCall]) -> Any:
     return obj
 
 
-def question_of_item(question: str) -> str:
-    match = _ITEM.search(question)
-    assert match is not None, question
-    return match[1]
-
-
 def question_of(call: RecordedCall) -> str:
     """The question a recorded call belongs to: every model prompt holds it, every tool input its item."""
     if call.target == "model":
-        text = "\n".join(str(m.content) for m in call.args[0])
-        match = _ITEM.search(text)
-        assert match is not None, text
-        return match[0]
+        prompt = "\n".join(str(m.content) for m in call.args[0])
+        return f"What is the value of item {item_of(prompt)}?"
     item = re.search(r"item (\d+)", str(call.args[0]))
     assert item is not None, call.args
     return f"What is the value of item {item[1]}?"
@@ -271,7 +268,7 @@ def record_agent_calls(tool: BaseTool, asked: list[str]) -> dict[str, list[Recor
     agent = make_agent(model, recording("tool", tool.model_copy(), log))
     outputs = asyncio.run(agent.abatch(asked, config={"max_concurrency": 50}))
     answers = [o["output"] for o in outputs]
-    expected = [f"item {question_of_item(q)} is 42" for q in asked]
+    expected = [f"item {item_of(q)} is 42" for q in asked]
     if answers != expected:
         raise RuntimeError(f"recording the agent's calls: wrong answers, e.g. {answers[:3]!r}")
     calls: dict[str, list[RecordedCall]] = {question: [] for question in asked}
@@ -485,16 +482,15 @@ def layered_batch(layers: int, tool: BaseTool) -> Batch:
 
     async def one(question: str, slots: asyncio.Semaphore) -> str:
         async with slots:
-            item = _ITEM.search(question)
-            assert item is not None
+            item = item_of(question)
             run, config = None, RunnableConfig()
             if layers >= 1:
                 start = get_async_callback_manager_for_config(ensure_config(None))
                 run = await start.on_chain_start(None, {"input": question, "context": ""}, name="agent")
                 config = RunnableConfig(callbacks=run.get_child())
             await call(question, [], config)
-            observation = await tool.arun(f"item {item[1]}", callbacks=config.get("callbacks"))
-            step = Step(thought="", action="lookup", action_input=f"item {item[1]}", observation=observation)
+            observation = await tool.arun(f"item {item}", callbacks=config.get("callbacks"))
+            step = Step(thought="", action="lookup", action_input=f"item {item}", observation=observation)
             reply = await call(question, [step], config)
             answer = str(reply.content).split("Final Answer: ", 1)[1]
             if run is not None:

@@ -470,8 +470,9 @@ def show(paths: Sequence[Path], systems: str | None) -> int:
     report["summary"] = {system: summarise(recs) for system, recs in shared.items()}
     print(f"{len(done)} questions answered by every system (an unfinished run's last ones are left out)")
     print_summary(report)
+    first = next(iter(shared))
     if len(shared) > 1:
-        print_paired(next(iter(shared)), paired(shared, next(iter(shared))))
+        print_paired(first, paired(shared, first))
     return 0
 
 
