@@ -11,9 +11,11 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 import tracemalloc
@@ -135,6 +137,60 @@ def test_no_network_unless_allowed() -> None:
         assert python_tool(timeout=10, allow_network=True).invoke(code) == "connected"
     finally:
         server.close()
+
+
+@needs_isolation
+def test_a_host_services_unix_socket_cannot_be_reached() -> None:
+    """A network namespace does not stop connect() to a socket file; the socket's folder must not be
+    there at all. The socket is open to everyone (as D-Bus's or a database's often is)."""
+    folder = Path(tempfile.mkdtemp(dir="/var/tmp"))
+    folder.chmod(0o755)
+    path = folder / "service.sock"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(path))
+    path.chmod(0o777)
+    server.listen(1)
+    server.settimeout(0.5)
+    code = f"""
+import socket
+client = socket.socket(socket.AF_UNIX)
+try:
+    client.connect({str(path)!r})
+    client.sendall(b'GET /secrets')
+    print('connected')
+except OSError as error:
+    print(type(error).__name__)
+"""
+    try:
+        observation = python_tool(timeout=10).invoke(code)
+        assert observation == "FileNotFoundError"
+        with pytest.raises(TimeoutError):
+            server.accept()
+    finally:
+        server.close()
+        shutil.rmtree(folder)
+
+
+@needs_isolation
+def test_only_the_system_folders_are_visible(tmp_path: Path) -> None:
+    folder = Path(tempfile.mkdtemp(dir="/var/tmp"))
+    folder.chmod(0o755)
+    secret = folder / "settings.env"
+    secret.write_text(f"API_KEY={CANARY}\n")
+    secret.chmod(0o644)
+    code = f"""
+import os
+found = []
+for path in [{str(secret)!r}, {str(ROOT / "README.md")!r}, '/home', '/var', '/run', '/srv', '/opt', '/mnt']:
+    found.append(os.path.exists(path))
+print(found, os.path.exists('/usr/lib'), os.path.exists('/etc/passwd'))
+"""
+    try:
+        observation = python_tool(timeout=10).invoke(code)
+        assert observation == f"{[False] * 8} True True"
+        assert CANARY not in observation
+    finally:
+        shutil.rmtree(folder)
 
 
 @needs_isolation

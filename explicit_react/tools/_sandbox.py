@@ -2,8 +2,9 @@
 that limits the memory and the number of processes of everything the child starts.
 
 bubblewrap (``bwrap``, the sandbox Flatpak uses) gives the child its own PID, IPC, UTS and network
-namespaces and a mount namespace where ``/`` is read-only, ``/proc`` shows only its own processes,
-``/tmp`` is a small private tmpfs and the working folder is the one writable place. Run as root,
+namespaces and a mount namespace of its own: the system folders (``SYSTEM_FOLDERS``) and the
+interpreter's own folder read-only and nothing else of the machine's files, ``/proc`` showing only its
+own processes, a small private ``/tmp``, and the working folder as the one writable place. Run as root,
 bubblewrap sets this up and the child then drops to the ``nobody`` user with no capabilities and
 ``no_new_privs`` (``setpriv``); run as another user, bubblewrap uses a user namespace and the child
 keeps that user's identity. The cgroup (v1 or v2) is used when the agent may create one below its
@@ -87,7 +88,7 @@ def support(python_executable: str) -> Support:
     )
     return Support(
         True,
-        f"bubblewrap: own PID/IPC/network namespaces, read-only files, {user}; {limits}",
+        f"bubblewrap: own PID/IPC/network namespaces, only the system folders (read-only), {user}; {limits}",
         cgroups is not None,
     )
 
@@ -110,22 +111,43 @@ def bwrap_command(workdir: Path, python_executable: str, *, allow_network: bool)
         command.append("--unshare-net")
     if not as_root():
         command += ["--unshare-user", "--cap-drop", "ALL"]
-    command += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    command += ["--size", str(TMPFS_BYTES), "--tmpfs", "/tmp"]
     executable = Path(os.path.realpath(python_executable))
-    if as_root():
-        # /root is closed to 'nobody'; an interpreter installed below it (pyenv) is shown alone.
-        command += ["--tmpfs", "/root"]
-        if executable.is_relative_to("/root"):
-            prefix = executable.parent.parent
-            for folder in reversed(prefix.parents[: len(prefix.parents) - 2]):  # below /root, open to all
-                command += ["--perms", "0755", "--dir", str(folder)]
-            command += ["--ro-bind", str(prefix), str(prefix)]
-    command += ["--bind", str(workdir), str(workdir), "--chdir", str(workdir), "--"]
+    command += _system_view(executable, allow_network=allow_network)
+    command += ["--dev", "/dev", "--proc", "/proc", "--size", str(TMPFS_BYTES), "--tmpfs", "/tmp"]
+    command += ["--bind", str(workdir), str(workdir), "--remount-ro", "/", "--chdir", str(workdir), "--"]
     if as_root():
         command += [setpriv, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
         command += ["--inh-caps=-all", "--bounding-set=-all", "--no-new-privs"]
     return [*command, str(executable)]
+
+
+SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+"""The machine's folders the child sees, read-only: the programs, libraries and settings an
+interpreter needs. The rest (``/home``, ``/root``, ``/var``, ``/run``, ``/srv``, ``/opt``, ``/mnt``,
+the project) is not there at all: no file in it to read, and no Unix socket of a host service (D-Bus,
+a database, Docker, an ssh agent) to connect to, which a network namespace alone would not stop."""
+
+
+def _system_view(executable: Path, *, allow_network: bool) -> list[str]:
+    """bubblewrap options that show the child ``SYSTEM_FOLDERS`` and the interpreter's own folder
+    (its ``bin``'s parent: ``/usr``, or a pyenv or conda prefix elsewhere), read-only, in an empty root."""
+    options: list[str] = []
+    for folder in SYSTEM_FOLDERS:
+        path = Path(folder)
+        if path.is_symlink():  # a merged /usr: /bin -> usr/bin
+            options += ["--symlink", os.readlink(path), folder]
+        elif path.is_dir():
+            options += ["--ro-bind", folder, folder]
+    prefix = executable.parent.parent
+    shown = [Path(folder) for folder in SYSTEM_FOLDERS]
+    if prefix != Path("/") and not any(prefix.is_relative_to(folder) for folder in shown):
+        for folder in reversed(prefix.parents[:-1]):  # e.g. /root, closed to 'nobody' on the host
+            options += ["--perms", "0755", "--dir", str(folder)]
+        options += ["--ro-bind", str(prefix), str(prefix)]
+    resolver = Path(os.path.realpath("/etc/resolv.conf"))
+    if allow_network and not any(resolver.is_relative_to(folder) for folder in shown):
+        options += ["--ro-bind-try", str(resolver), str(resolver)]  # often below /run: the file alone
+    return options
 
 
 class Cgroup:
