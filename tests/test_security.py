@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 import tracemalloc
 import uuid
@@ -26,14 +27,17 @@ from typing import Any
 
 import pytest
 
+from explicit_react import deadline
 from explicit_react.executor import ToolExecutor
 from explicit_react.tools import (
     KnowledgeBaseTool,
     PythonREPLTool,
     WebSearchTool,
     _sandbox,
+    calculator,
     file_tools,
 )
+from explicit_react.tools import files as files_module
 from tests.test_tools_python import python_tool, running_with
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -441,6 +445,90 @@ def test_a_symlink_loop_is_an_error_naming_only_relative_paths(tmp_path: Path) -
         assert str(tmp_path) not in observation
     assert by_name["grep"].invoke({"pattern": "needle"}) == "notes.txt:1: needle"
     assert by_name["search_files"].invoke({"glob": "*.txt"}) == "notes.txt"
+
+
+LONE = "\ud800"  # what the JSON escape \\ud800 in an Action Input becomes: no character, not encodable
+
+
+def builtin_tool_calls(root: Path) -> list[tuple[Any, dict[str, Any]]]:
+    """Each built-in tool with each of its text arguments holding a lone surrogate."""
+    files = tools(root)
+    return [
+        (files["read_file"], {"path": f"notes{LONE}.txt"}),
+        (files["grep"], {"pattern": LONE}),
+        (files["grep"], {"pattern": "x", "path": LONE}),
+        (files["search_files"], {"glob": LONE}),
+        (files["search_files"], {"dir": LONE}),
+        (files["write_file"], {"path": f"a{LONE}", "content": "x"}),
+        (files["write_file"], {"path": "a.txt", "content": LONE}),
+        (files["edit_file"], {"path": f"a{LONE}", "old": "a", "new": "b"}),
+        (files["edit_file"], {"path": "a.txt", "old": LONE, "new": "b"}),
+        (files["edit_file"], {"path": "a.txt", "old": "a", "new": LONE}),
+        (calculator, {"expression": f"1 + {LONE}"}),
+        (WebSearchTool(), {"query": LONE}),
+        (KnowledgeBaseTool(["Some text."]), {"query": LONE}),
+        (PythonREPLTool(allow_unisolated=True), {"code": f"print('{LONE}')"}),
+    ]
+
+
+def test_a_lone_surrogate_in_any_text_argument_is_an_error_observation(tmp_path: Path) -> None:
+    """Used directly (as a plain LangChain agent would), no built-in tool raises for it."""
+    (tmp_path / "a.txt").write_text("a\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # python_repl warns where it cannot isolate
+        calls = builtin_tool_calls(tmp_path)
+    for tool, arguments in calls:
+        observation = tool.invoke(arguments)
+        assert observation.startswith("Error: invalid tool arguments ("), (tool.name, arguments, observation)
+        assert "lone surrogate" in observation
+    assert (tmp_path / "a.txt").read_text() == "a\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt"]
+
+
+def test_a_file_name_of_bytes_that_are_not_utf8_still_works(tmp_path: Path) -> None:
+    """The surrogates that stand for such bytes (as Python reads the name) are not lone ones."""
+    name = b"caf\xe9.txt".decode("utf-8", "surrogateescape")
+    observation = tools(tmp_path)["write_file"].invoke({"path": name, "content": "x"})
+    assert observation.startswith("Wrote 1 characters")
+    assert (tmp_path / name).read_bytes() == b"x"
+
+
+def test_written_files_are_not_executable(tmp_path: Path) -> None:
+    before = os.umask(0)
+    try:
+        tools(tmp_path)["write_file"].invoke({"path": "run.sh", "content": "#!/bin/sh\necho hi\n"})
+    finally:
+        os.umask(before)
+    assert (tmp_path / "run.sh").stat().st_mode & 0o777 == 0o666
+
+
+def test_a_binary_file_is_read_only_up_to_its_first_nul(tmp_path: Path) -> None:
+    with open(tmp_path / "image.bin", "wb") as handle:
+        handle.write(b"\x00")
+        handle.truncate(2 * 1024**3)  # 2 GB, sparse, no newline
+    handle = open(tmp_path / "image.bin", "rb")  # noqa: SIM115
+    with handle:
+        lines = list(files_module._numbered_lines(handle))
+        assert lines[0][0] == 1 and b"\x00" in lines[0][1] and len(lines) == 1
+        assert handle.tell() <= files_module.LINE_READ_BYTES
+    for arguments in ({"path": "image.bin"}, {"path": "image.bin", "start": 5}):
+        assert tools(tmp_path)["read_file"].invoke(arguments) == "Error: 'image.bin' is a binary file"
+
+
+def test_a_read_stops_when_the_agent_gives_up_on_the_call(tmp_path: Path) -> None:
+    (tmp_path / "big.txt").write_bytes(b"line\n" * 100_000)
+    given_up = threading.Event()
+    token = deadline._abandoned.set(given_up)
+    try:
+        with open(tmp_path / "big.txt", "rb") as handle:
+            read = 0
+            for number, _ in files_module._numbered_lines(handle):
+                read = number
+                if number == 10:
+                    given_up.set()
+    finally:
+        deadline._abandoned.reset(token)
+    assert read == 10
 
 
 def test_reading_one_huge_line_takes_little_memory(tmp_path: Path) -> None:

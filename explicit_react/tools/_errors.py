@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from langchain_core.tools import ToolException
+from pydantic import AfterValidator
 
 ERROR_PREFIX = "Error: "
 
@@ -37,3 +38,25 @@ def checked_query(query: str, max_chars: int, what: str) -> str:
             f"query too long ({len(query):,} characters, at most {max_chars:,}); search for a few key words"
         )
     return query
+
+
+def _unicode(text: str, errors: str) -> str:
+    try:
+        text.encode("utf-8", errors)
+    except UnicodeEncodeError as exc:
+        raise ValueError(
+            f"position {exc.start} holds {exc.object[exc.start]!r}, a lone surrogate, which is not a "
+            "character (a JSON escape such as \\ud800 gives one); write the text without it"
+        ) from None
+    return text
+
+
+Text = Annotated[str, AfterValidator(lambda text: _unicode(text, "strict"))]
+"""A tool argument that must be valid Unicode: a lone surrogate (which a JSON escape such as
+``\\ud800`` in the model's Action Input gives) is refused as an ``Error:`` observation by the tool's
+argument check, instead of a ``UnicodeEncodeError`` from deep inside the tool."""
+
+FileText = Annotated[str, AfterValidator(lambda text: _unicode(text, "surrogateescape"))]
+"""A path or file content: as ``Text``, except that the surrogates standing for bytes that are not
+UTF-8 (``\\udc80``-``\\udcff``, as Python reads such a file name or file) are kept, to be written
+back as those bytes."""

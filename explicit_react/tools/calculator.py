@@ -14,7 +14,7 @@ from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field
 
 from explicit_react.policy import SOURCED_NUMBERS
-from explicit_react.tools._errors import tool_error, validation_error_observation
+from explicit_react.tools._errors import Text, tool_error, validation_error_observation
 
 Number = int | float
 
@@ -315,7 +315,7 @@ def _unsupported(node: ast.AST) -> str:
 class CalculatorInput(BaseModel):
     """Arguments of the calculator tool."""
 
-    expression: str = Field(description="an arithmetic expression, e.g. 68000000 - 2100000")
+    expression: Text = Field(description="an arithmetic expression, e.g. 68000000 - 2100000")
 
 
 class CalculatorTool(BaseTool):

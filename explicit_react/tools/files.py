@@ -17,6 +17,7 @@ import errno
 import fnmatch
 import os
 import stat
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,8 @@ import re2
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, Field
 
-from explicit_react.tools._errors import tool_error, validation_error_observation
+from explicit_react.deadline import abandoned
+from explicit_react.tools._errors import FileText, Text, tool_error, validation_error_observation
 
 MAX_READ_LINES = 400
 MAX_LINE_CHARS = 500
@@ -228,14 +230,15 @@ def _linear_time_regex(pattern: str, *, literal: bool = False) -> Any:
         ) from None
 
 
-def _open_regular(path: Path, flags: int) -> Any:
+def _open_regular(path: Path, flags: int, mode: int = 0o666) -> Any:
     """``path`` opened in binary mode, if it is a regular file; an ``Error:`` otherwise.
 
     Opened with ``O_NONBLOCK``, so a FIFO or a device (which ``is_file`` checked moments ago, but
-    the path may have been swapped since) is refused at once instead of blocking the agent."""
+    the path may have been swapped since) is refused at once instead of blocking the agent. A file
+    it creates gets ``mode`` less the umask (``os.open``'s own default, 0o777, made files executable)."""
     not_regular = tool_error(f"{path.name!r} is not a regular file (a FIFO, a device or a socket)")
     try:
-        descriptor = os.open(path, flags | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        descriptor = os.open(path, flags | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0), mode)
     except OSError as exc:
         if exc.errno == errno.ENXIO:  # a FIFO opened for writing with no reader
             raise not_regular from None
@@ -249,15 +252,22 @@ def _open_regular(path: Path, flags: int) -> Any:
 
 def _numbered_lines(handle: Any) -> Iterator[tuple[int, bytes]]:
     """``(number, line)`` for each line; a line is cut at ``LINE_READ_BYTES`` (the rest is skipped
-    unread into memory), so one 300 MB line costs 64 KB, not 600 MB."""
+    unread into memory), so one 300 MB line costs 64 KB, not 600 MB. The first piece holding a NUL
+    byte ends the lines (a binary file: nothing after it is read), and so does the agent giving up on
+    the call (``deadline.abandoned``), so a huge file costs no time after the call's timeout."""
+    given_up = abandoned() or threading.Event()
     number = 0
-    while piece := handle.readline(LINE_READ_BYTES):
+    while not given_up.is_set() and (piece := handle.readline(LINE_READ_BYTES)):
         number += 1
         line = piece
-        while not piece.endswith(b"\n") and (piece := handle.readline(LINE_READ_BYTES)):
+        while b"\x00" not in piece and not piece.endswith(b"\n") and not given_up.is_set():
+            if not (piece := handle.readline(LINE_READ_BYTES)):
+                break
             if b"\x00" in piece:
                 line += b"\x00"
         yield number, line
+        if b"\x00" in line:
+            return
 
 
 def _searchable_bytes(path: Path) -> bytes | None:
@@ -290,7 +300,7 @@ def _clip_line(line: str) -> str:
 class ReadFileInput(BaseModel):
     """Arguments of read_file."""
 
-    path: str = Field(description="file path relative to the workspace root")
+    path: FileText = Field(description="file path relative to the workspace root")
     start: int = Field(default=1, description="first line (1-based)")
     end: int | None = Field(default=None, description="last line (inclusive)")
 
@@ -298,31 +308,31 @@ class ReadFileInput(BaseModel):
 class GrepInput(BaseModel):
     """Arguments of grep."""
 
-    pattern: str = Field(description="text to find")
-    path: str = Field(default=".", description="file or directory to search")
+    pattern: Text = Field(description="text to find")
+    path: FileText = Field(default=".", description="file or directory to search")
     is_regex: bool = Field(default=False, description="treat pattern as a regular expression")
 
 
 class SearchFilesInput(BaseModel):
     """Arguments of search_files."""
 
-    glob: str = Field(default="*", description="file name pattern, e.g. *.py")
-    dir: str = Field(default=".", description="directory to search")
+    glob: FileText = Field(default="*", description="file name pattern, e.g. *.py")
+    dir: FileText = Field(default=".", description="directory to search")
 
 
 class WriteFileInput(BaseModel):
     """Arguments of write_file."""
 
-    path: str = Field(description="file path relative to the workspace root")
-    content: str = Field(description="the complete new file content")
+    path: FileText = Field(description="file path relative to the workspace root")
+    content: FileText = Field(description="the complete new file content")
 
 
 class EditFileInput(BaseModel):
     """Arguments of edit_file."""
 
-    path: str = Field(description="file path relative to the workspace root")
-    old: str = Field(description="exact text to replace; must occur exactly once")
-    new: str = Field(description="replacement text")
+    path: FileText = Field(description="file path relative to the workspace root")
+    old: FileText = Field(description="exact text to replace; must occur exactly once")
+    new: FileText = Field(description="replacement text")
 
 
 def file_tools(root: str | os.PathLike[str], read_only: bool = False) -> list[BaseTool]:

@@ -14,7 +14,7 @@ from langchain_core.callbacks import CallbackManagerForToolRun
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field, PrivateAttr
 
-from explicit_react.tools._errors import checked_query, tool_error, validation_error_observation
+from explicit_react.tools._errors import Text, checked_query, tool_error, validation_error_observation
 
 STOPWORDS = frozenset(
     {
@@ -138,7 +138,7 @@ def passages_from(documents: Iterable[Any], max_chars: int) -> list[Passage]:
 class KnowledgeQuery(BaseModel):
     """Arguments of the knowledge-base tool."""
 
-    query: str = Field(description="what to look up")
+    query: Text = Field(description="what to look up")
 
 
 class KnowledgeBaseTool(BaseTool):

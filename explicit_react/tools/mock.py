@@ -9,7 +9,7 @@ from langchain_core.callbacks import CallbackManagerForToolRun
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field
 
-from explicit_react.tools._errors import tool_error, validation_error_observation
+from explicit_react.tools._errors import Text, tool_error, validation_error_observation
 
 # (words that must all appear in the query, the answer). The first match wins, so the more
 # specific entries come first ("population of Paris, France" is about Paris).
@@ -50,7 +50,7 @@ def lookup(query: str) -> str:
 class SearchQuery(BaseModel):
     """Arguments of a search tool."""
 
-    query: str = Field(description="what to search for")
+    query: Text = Field(description="what to search for")
 
 
 class MockSearchTool(BaseTool):

@@ -42,7 +42,7 @@ from pydantic import BaseModel, Field
 
 from explicit_react.deadline import abandoned
 from explicit_react.tools import _sandbox
-from explicit_react.tools._errors import tool_error, validation_error_observation
+from explicit_react.tools._errors import FileText, tool_error, validation_error_observation
 
 RUNNER = Path(__file__).with_name("_python_child.py")
 SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
@@ -75,7 +75,7 @@ def sandbox_environment(home: str, extra: Mapping[str, str] = {}) -> dict[str, s
 class PythonInput(BaseModel):
     """Arguments of the Python tool."""
 
-    code: str = Field(description="Python code to run; print() what you want to see")
+    code: FileText = Field(description="Python code to run; print() what you want to see")
 
 
 class PythonREPLTool(BaseTool):

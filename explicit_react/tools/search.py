@@ -12,7 +12,7 @@ from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackMan
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field
 
-from explicit_react.tools._errors import checked_query, tool_error, validation_error_observation
+from explicit_react.tools._errors import Text, checked_query, tool_error, validation_error_observation
 
 SearchBackend = Callable[[str, int], list[dict[str, Any]]]
 """``(query, max_results) -> [{"title", "href", "body"}, ...]``: the shape ddgs returns."""
@@ -23,7 +23,7 @@ MAX_SNIPPET_CHARS = 300
 class WebSearchInput(BaseModel):
     """Arguments of the web search tool."""
 
-    query: str = Field(description="what to search the web for")
+    query: Text = Field(description="what to search the web for")
 
 
 class SearchUnavailable(Exception):
