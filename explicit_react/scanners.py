@@ -21,6 +21,9 @@ _BACKTICKS = re.compile(r"`*")
 _LINE = re.compile(r"[^\n]+")
 _INFO_STRING = re.compile(r"[\w+.-]*[ \t]*\n?")
 _MARKDOWN_NOISE = re.compile(r"\A[*_]+\s*")
+_EXPRESSION_GOES_ON = re.compile(
+    r"[ \t]*+(?:\.[ \t]*[A-Za-z_]|\[|(?:[-+*/%@&|^<>]|[=!<>]=|//|\*\*)[ \t]*[\d\[({\"'.])"
+)  # a method, an index, or an operator before a number or a literal; not "(", "-" and a word: prose
 _JSON_IN_CALL = re.compile(r"\A[A-Za-z_][\w.]*+\s*+\((?P<json>\s*\{.*\})\s*\)\s*\Z", re.S)
 # The name keeps the spaces before the parenthesis (``tool_name`` strips them): a lazy name that
 # competes with ``\s*`` for them is quadratic on a run of spaces.
@@ -201,7 +204,18 @@ def read_tool_input(raw: str) -> ToolInput:
     if wrapped := _JSON_IN_CALL.match(candidate):
         candidate = wrapped["json"].strip()
     value = json_value(candidate)
-    return _unquote(text) if value is None else value
+    return _unquote(text) if value is None or _expression_after_json(candidate) else value
+
+
+def _expression_after_json(text: str) -> bool:
+    """Whether a JSON value at the start of ``text`` goes on, on its own line, as an expression
+    (``[1, 2, 3][::-1]``, ``{"a": 1}.items()``, ``[1] + [2]``): code that starts with a literal, to pass
+    on as written, not JSON followed by noise (a stray ``}``, ``</s>``, a quote)."""
+    try:
+        end = json.JSONDecoder().raw_decode(text)[1]
+    except (ValueError, RecursionError):
+        return False
+    return _EXPRESSION_GOES_ON.match(text, end) is not None
 
 
 def _unquote(text: str) -> str:

@@ -920,6 +920,30 @@ def test_a_json_blob_written_with_unicode_escapes_is_found() -> None:
     assert isinstance(result, Action) and (result.tool, result.tool_input) == ("search", "x")
 
 
+@pytest.mark.parametrize(
+    "code",
+    [
+        "[1, 2, 3][::-1]",
+        '{"a": 1, "b": 2}.items()',
+        '{"a": 1}["a"]',
+        "[1] + [2]",
+        "[1, 2] * 3",
+        "[3, 1] . sort()",
+    ],
+)
+def test_code_that_starts_with_a_literal_is_the_input_as_written(code: str) -> None:
+    """JSON followed on its line by a method, an index or an operator is an expression: a Python
+    tool must get all of it, not the literal alone."""
+    result = parse(f"Thought: t\nAction: python_repl\nAction Input: {code}")
+    assert isinstance(result, Action) and result.tool_input == code
+
+
+@pytest.mark.parametrize("noise", ["}", "</s>", ' "', " (the search)", " - search", "."])
+def test_json_followed_by_noise_on_its_line_is_still_json(noise: str) -> None:
+    result = parse(f'Thought: t\nAction: search\nAction Input: {{"query": "x"}}{noise}')
+    assert isinstance(result, Action) and result.tool_input == {"query": "x"}
+
+
 # -- The shortcut for a reply in exactly the prompt's format ----------------------------------------
 # bench/parser_fast_path.py compares it with the full reading on the corpus, the fuzz generator and
 # every string in tests/; here, the canonical replies and a property over near misses.
