@@ -35,7 +35,7 @@ from explicit_react.classic_agent import decision, plan_request, tool_run_displa
 from explicit_react.classic_chain import RUN_KEY, classic_invalid_tool_text
 from explicit_react.deadline import DeadlineExceeded
 from explicit_react.drivers import Call, Machine, Notify
-from explicit_react.executor import ToolExecutor, ToolOutcome
+from explicit_react.executor import ToolExecutor, ToolOutcome, tool_content
 from explicit_react.policy import ALLOW, Budget, RunGuard, Verdict
 from explicit_react.tool_input import too_deep_text
 from explicit_react.types import StopReason
@@ -356,7 +356,9 @@ class ClassicLoop:
         """The step for a tool that ran: its raw return value, or our ``Error:`` text when it failed."""
         run.guard.record_call(len(run.steps) + 1, tool, action.tool_input, outcome.observation)
         failed = outcome.error is not None and outcome.output is None
-        observation = outcome.observation if failed else outcome.output
+        observation = (
+            outcome.observation if failed else tool_content(self._executor.tools[tool], outcome.output)
+        )
         direct = self._executor.tools[tool].return_direct and not failed
         return _Acted(AgentStep(action=action, observation=observation), direct=direct)
 

@@ -165,9 +165,7 @@ class ToolExecutor:
     def _finish(self, t: BaseTool, output: Any, started: float) -> ToolOutcome:
         if isinstance(output, ToolMessage):  # a content_and_artifact tool: keep both (see _call_id)
             output = (output.content, output.artifact)
-        observation = observation_text(
-            output[0] if _has_artifact(t) and isinstance(output, tuple) else output
-        )
+        observation = observation_text(tool_content(t, output))
         error = "tool_error" if observation.startswith("Error") else None
         outcome = ToolOutcome(
             observation, output, error, time.monotonic() - started, t.return_direct and not error
@@ -285,6 +283,12 @@ def _run_sync(t: BaseTool, tool_input: Any, callbacks: Callbacks, extra: dict[st
 
 def _has_artifact(t: BaseTool) -> bool:
     return t.response_format == "content_and_artifact"
+
+
+def tool_content(t: BaseTool, output: Any) -> Any:
+    """A tool's return value as ``BaseTool.run`` gives it with no tool call id: the content alone of a
+    ``content_and_artifact`` tool's ``(content, artifact)`` (``ToolOutcome.output`` keeps both)."""
+    return output[0] if _has_artifact(t) and isinstance(output, tuple) else output
 
 
 def _call_id(t: BaseTool) -> str | None:

@@ -249,6 +249,38 @@ def test_return_direct_matches_classic() -> None:
     assert got[-1] == expected[-1]
 
 
+@tool(response_format="content_and_artifact")
+def retrieve(query: str) -> tuple[str, list[dict[str, Any]]]:
+    """Search the documents."""
+    return "Paris is the capital.", [{"id": 7, "text": "Paris is the capital."}]
+
+
+@tool(response_format="content_and_artifact", return_direct=True)
+def retrieve_direct(query: str) -> tuple[str, list[dict[str, Any]]]:
+    """Search the documents and answer with the passage."""
+    return "Paris is the capital.", [{"id": 7}]
+
+
+def test_a_content_and_artifact_tools_observation_is_its_content_like_classic() -> None:
+    """The classic calls a tool with no call id, so ``run`` gives the content: the model, the steps
+    and a ``return_direct`` output never see the artifact."""
+    script, tools = [act("retrieve", "capital"), answer("Paris")], [retrieve]
+    (theirs, their_llm), (mine, my_llm) = (
+        classic(script, tools, return_intermediate_steps=True),
+        ours(script, tools, return_intermediate_steps=True),
+    )
+    expected, got = theirs.invoke({"input": "capital?"}), mine.invoke({"input": "capital?"})
+    assert got["intermediate_steps"][0][1] == expected["intermediate_steps"][0][1] == "Paris is the capital."
+    assert my_llm.calls[1].prompt == their_llm.calls[1].prompt
+    script, tools = [act("retrieve_direct", "capital")], [retrieve_direct]
+    (theirs, _), (mine, _) = classic(script, tools), ours(script, tools)
+    assert (
+        mine.invoke({"input": "c"})["output"]
+        == theirs.invoke({"input": "c"})["output"]
+        == "Paris is the capital."
+    )
+
+
 @pytest.mark.parametrize("handler", [True, "The service is down, try later."])
 def test_handle_tool_error_matches_classic(handler: bool | str) -> None:
     flaky_tool = flaky.model_copy(update={"handle_tool_error": handler})
