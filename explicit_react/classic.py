@@ -30,6 +30,7 @@ from langchain_core.runnables import RunnableConfig, ensure_config
 from langchain_core.runnables.utils import AddableDict
 from langchain_core.tools import BaseTool
 from langchain_core.utils.input import get_color_mapping
+from pydantic import BaseModel
 
 from explicit_react.classic_agent import decision, plan_request, tool_run_display
 from explicit_react.classic_chain import RUN_KEY, classic_invalid_tool_text
@@ -62,6 +63,42 @@ class _EchoTool(BaseTool):
 
     async def _arun(self, query: str, run_manager: AsyncCallbackManagerForToolRun | None = None) -> str:
         return query
+
+
+class _UnknownToolInput(BaseModel):
+    requested_tool_name: str
+    available_tool_names: list[str]
+
+
+class _UnknownTool(BaseTool):
+    """The classic's ``invalid_tool`` run for a made-up tool name: callbacks see the requested and the
+    available names as its input, as the classic's ``InvalidTool`` takes them, and ``observation``
+    (the classic text, or ours) as its output."""
+
+    name: str = "invalid_tool"
+    description: str = "Called when the tool name is not a valid tool."
+    args_schema: type[BaseModel] = _UnknownToolInput
+    observation: str = ""
+
+    def _run(self, *args: Any, run_manager: CallbackManagerForToolRun | None = None, **kwargs: Any) -> str:
+        return self.observation
+
+    async def _arun(
+        self, *args: Any, run_manager: AsyncCallbackManagerForToolRun | None = None, **kwargs: Any
+    ) -> str:
+        return self.observation
+
+
+def _unknown(
+    requested: str, available: list[str], observation: str, callbacks: Any, shown: dict[str, Any]
+) -> Call:
+    """A request to run ``_UnknownTool`` for ``requested`` (see ``_echo``)."""
+    tool = _UnknownTool(observation=observation)
+    names = {"requested_tool_name": requested, "available_tool_names": available}
+    return Call(
+        partial(tool.run, names, callbacks=callbacks, **shown),
+        partial(tool.arun, names, callbacks=callbacks, **shown),
+    )
 
 
 def _echo(name: str, text: str, callbacks: Any, shown: dict[str, Any]) -> Call:
@@ -320,7 +357,10 @@ class ClassicLoop:
             if unknown.error != "unknown_tool":  # a repeat: answered from the guard, no tool event
                 yield from self._show(run, unknown.observation, self._shown(None))
                 return _Acted(AgentStep(action=action, observation=unknown.observation), stop=unknown.stop)
-            observation = yield _echo("invalid_tool", unknown.observation, run.callbacks, self._shown(None))
+            names = [t.name for t in self._executor.tools.values()]
+            observation = yield _unknown(
+                action.tool, names, unknown.observation, run.callbacks, self._shown(None)
+            )
             return _Acted(AgentStep(action=action, observation=observation))
         shown = self._shown(run.colors.get(tool), direct=self._executor.tools[tool].return_direct)
         verdict = run.guard.check(tool, action.tool_input) if self.detect_loops else ALLOW

@@ -271,7 +271,16 @@ class AgentExecutor(ClassicLoop, ClassicChainAPI, Runnable[dict[str, Any], dict[
     @tools.setter
     def tools(self, tools: Sequence[BaseTool | Callable[..., Any]]) -> None:
         self._tools = [as_tool(t) for t in tools]
-        self._executor = ToolExecutor(self._tools)
+        self._executed: tuple[tuple[int, ...], ToolExecutor] | None = None
+
+    @property
+    def _executor(self) -> ToolExecutor:  # type: ignore[override]
+        """The executor of the tools as the list holds them now: a tool appended to ``tools`` after
+        construction, which the classic allows, runs from the next action on."""
+        key = tuple(map(id, self._tools))
+        if self._executed is None or self._executed[0] != key:
+            self._executed = (key, ToolExecutor([as_tool(t) for t in self._tools]))
+        return self._executed[1]
 
     # Entry points: each hands the run (classic.ClassicLoop._session) to a driver ---------------
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> dict[str, Any]:

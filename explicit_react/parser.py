@@ -100,7 +100,7 @@ def parse_in_full(
     text, found = _cut_continuation(text, found, grammar)
 
     action = _first_action(text, found, labels, real)
-    final = _first_final(found, has_action=action is not None)
+    final = _final_label(found, has_action=action is not None)
     if final is not None and (action is None or final.start < action.start):
         return _final_answer(text, found, final, labels)
     if action is not None:
@@ -261,18 +261,21 @@ def _value_end(text: str, found: list[Label], label: Label) -> int:
     return next((other.start for other in found if other.start > label.start and other.line_start), len(text))
 
 
-def _first_final(found: list[Label], *, has_action: bool) -> Label | None:
-    """The first Final Answer label that opens a line, else the first one; the ``Answer:`` alias
+def _final_label(found: list[Label], *, has_action: bool) -> Label | None:
+    """The last Final Answer label that opens a line, else the first one; the ``Answer:`` alias
     counts only when there is no action.
 
     One that opens a line wins over an earlier one inside a Thought: a small model wrote "Thought:
     … The result is 9 years. Final Answer: 9 years. The tool," and then "Final Answer: 9 years."
-    on a line of its own, and the answer is that line, not everything after the first label.
+    on a line of its own, and the answer is that line, not everything after the first label. Of
+    several on lines of their own ("Final Answer: 1 / Thought: let me restate / Final Answer: 2"),
+    the last is the model's last word, as LangChain's parser takes it; the first would carry the
+    rest of the reply, labels and all, into the answer.
     """
     kinds = (Kind.FINAL,) if has_action else (Kind.FINAL, Kind.ANSWER)
     finals = [label for label in found if label.kind == Kind.FINAL]
     if finals:
-        return next((label for label in finals if label.line_start), finals[0])
+        return next((label for label in reversed(finals) if label.line_start), finals[0])
     return next((label for label in found if label.kind in kinds), None)
 
 

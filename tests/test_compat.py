@@ -221,6 +221,37 @@ def test_callback_events_match_classic(mode: str) -> None:
     assert got.tool_names == expected.tool_names == ["search", "invalid_tool"]
 
 
+class ToolPayloads(BaseCallbackHandler):
+    """Records what each tool run's callbacks are given."""
+
+    def __init__(self) -> None:
+        self.starts: list[tuple[str, str, Any]] = []
+        self.ends: list[Any] = []
+
+    def on_tool_start(self, serialized: dict[str, Any], input_str: str, **kwargs: Any) -> None:
+        self.starts.append((serialized.get("name", ""), input_str, kwargs.get("inputs")))
+
+    def on_tool_end(self, output: Any, **kwargs: Any) -> None:
+        self.ends.append(output)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_an_unknown_tools_callback_payloads_match_classic(mode: str) -> None:
+    script = [act("nosuchtool", "x"), answer("done")]
+    (theirs, _), (mine, _) = classic(script), ours(script, classic_unknown_tool=True)
+    recorders = ToolPayloads(), ToolPayloads()
+    for executor, recorder in zip((theirs, mine), recorders, strict=True):
+        config = {"callbacks": [recorder]}
+        if mode == "sync":
+            executor.invoke({"input": "q"}, config)
+        else:
+            asyncio.run(executor.ainvoke({"input": "q"}, config))
+    expected, got = recorders
+    assert got.starts == expected.starts
+    assert got.starts[0][2]["requested_tool_name"] == "nosuchtool"
+    assert got.ends == expected.ends and "nosuchtool is not a valid tool" in got.ends[0]
+
+
 def test_force_text_at_the_iteration_limit_matches_classic() -> None:
     script = [act("search", "population of France"), act("search", "area of France")]
     (theirs, _), (mine, _) = (
@@ -279,6 +310,15 @@ def test_a_content_and_artifact_tools_observation_is_its_content_like_classic() 
         == theirs.invoke({"input": "c"})["output"]
         == "Paris is the capital."
     )
+
+
+def test_a_tool_appended_after_construction_runs_like_classic() -> None:
+    script = [act("lookup_final", "capital of France")]
+    (theirs, _), (mine, _) = classic(script, [search]), ours(script, [search])
+    theirs.tools.append(lookup_final)
+    mine.tools.append(lookup_final)
+    assert mine.invoke({"input": "c"})["output"] == theirs.invoke({"input": "c"})["output"]
+    assert mine.last_stop_reason is StopReason.RETURN_DIRECT
 
 
 @pytest.mark.parametrize("handler", [True, "The service is down, try later."])

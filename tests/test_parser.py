@@ -944,6 +944,11 @@ def test_json_followed_by_noise_on_its_line_is_still_json(noise: str) -> None:
     assert isinstance(result, Action) and result.tool_input == {"query": "x"}
 
 
+def test_of_several_final_answers_on_their_own_lines_the_last_is_the_answer() -> None:
+    result = parse("Final Answer: 1\nThought: let me restate that\nFinal Answer: 2")
+    assert result == FinalAnswer("2", "let me restate that", result.log)
+
+
 # -- The shortcut for a reply in exactly the prompt's format ----------------------------------------
 # bench/parser_fast_path.py compares it with the full reading on the corpus, the fuzz generator and
 # every string in tests/; here, the canonical replies and a property over near misses.
