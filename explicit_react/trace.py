@@ -3,37 +3,18 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from explicit_react.redaction import redact, redact_cut, secret_values
 from explicit_react.types import AgentResult, Step
 
-_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)
+__all__ = ["JsonlTrace", "redact", "secret_values"]
 
-
-def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
-    """Values of environment variables whose names look secret (long enough to be worth hiding)."""
-    env = os.environ if environ is None else environ
-    return sorted(
-        {v for k, v in env.items() if _SECRET_NAME.search(k) and len(v) >= 8}, key=len, reverse=True
-    )
-
-
-def redact(value: Any, secrets: list[str]) -> Any:
-    """``value`` with every secret string replaced by ``[redacted]`` (dicts and lists walked)."""
-    if isinstance(value, str):
-        for secret in secrets:
-            value = value.replace(secret, "[redacted]")
-        return value
-    if isinstance(value, dict):
-        return {k: redact(v, secrets) for k, v in value.items()}
-    if isinstance(value, list):
-        return [redact(v, secrets) for v in value]
-    return value
+_CUT = re.compile(r"\n\[\.\.\. \d+ characters cut \.\.\.\]\n")
+"""Where ``scratchpad.truncate_middle`` cut an observation."""
 
 
 class JsonlTrace:
@@ -50,6 +31,8 @@ class JsonlTrace:
 
     def _write(self, record: dict[str, Any]) -> None:
         record = redact(record, self._secrets)
+        if isinstance(record.get("observation"), str):
+            record["observation"] = redact_cut(record["observation"], self._secrets, _CUT)
         with self.path.open("a", encoding="utf-8") as f:
             f.write(json.dumps(record, ensure_ascii=False) + "\n")
             f.flush()

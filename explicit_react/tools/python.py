@@ -45,7 +45,7 @@ from explicit_react.tools import _sandbox
 from explicit_react.tools._errors import FileText, tool_error, validation_error_observation
 
 RUNNER = Path(__file__).with_name("_python_child.py")
-SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
+SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH")  # as redaction.py
 PASSED_ENVIRONMENT = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
 TRACEBACK_LINES = 12
 

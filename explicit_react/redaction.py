@@ -1,0 +1,64 @@
+"""Secrets kept out of what a run reports: the values of environment variables whose names look secret.
+
+The audit trail (``trace.JsonlTrace``) redacts every record with them; a model call's or a tool's
+exception is redacted before its text becomes a ``ModelCallError``, an ``Error:`` observation or a
+result's ``error``, since an HTTP client's error often repeats the request (``...?key=...``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from typing import Any
+
+REDACTED = "[redacted]"
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)
+_MIN_CHARS = 8  # shorter values are too likely to be ordinary words or numbers
+
+
+def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
+    """Values (8 characters or longer) of the environment variables whose names look secret, and
+    the same values with surrounding white space removed (a client given a key from a file with
+    CRLF line ends sends it stripped); the longest first."""
+    env = os.environ if environ is None else environ
+    values = {
+        form for name, value in env.items() if _SECRET_NAME.search(name) for form in (value, value.strip())
+    }
+    return sorted((v for v in values if len(v) >= _MIN_CHARS), key=len, reverse=True)
+
+
+def redact(value: Any, secrets: list[str] | None = None) -> Any:
+    """``value`` with every secret string replaced by ``[redacted]``, in dict keys and values, lists
+    and tuples too; ``secrets`` defaults to ``secret_values()``."""
+    secrets = secret_values() if secrets is None else secrets
+    if not secrets:
+        return value
+    if isinstance(value, str):
+        for secret in secrets:
+            value = value.replace(secret, REDACTED)
+        return value
+    if isinstance(value, dict):
+        return {redact(k, secrets): redact(v, secrets) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(redact(v, secrets) for v in value)
+    return value
+
+
+def redact_cut(text: str, secrets: list[str], marker: re.Pattern[str]) -> str:
+    """``text`` redacted, and also a secret's start just before a ``marker`` (where text was cut) and
+    its end just after one: a cut through a secret leaves two parts that no longer match it whole."""
+    text = redact(text, secrets)
+    for found in reversed(list(marker.finditer(text))):
+        before, after = text[: found.start()], text[found.end() :]
+        for secret in secrets:
+            head = next(
+                (k for k in range(len(secret) - 1, _MIN_CHARS - 1, -1) if before.endswith(secret[:k])), 0
+            )
+            tail = next(
+                (k for k in range(len(secret) - 1, _MIN_CHARS - 1, -1) if after.startswith(secret[-k:])), 0
+            )
+            before = before[: len(before) - head] + (REDACTED if head else "")
+            after = (REDACTED if tail else "") + after[tail:]
+        text = before + found.group() + after
+    return text

@@ -1,0 +1,115 @@
+"""Keys in the environment stay out of what a run reports when a model call or a tool fails, and
+out of the audit trail in its edge cases (docs/security.md, "API keys stay out of ...")."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.tools import tool
+
+from explicit_react import ExplicitReActAgent, StopReason, cli
+from explicit_react.errors import ModelCallError
+from explicit_react.redaction import redact, secret_values
+from explicit_react.testing import ScriptedChatModel
+from explicit_react.tools.python import sandbox_environment
+from tests.helpers import action, final
+
+KEY = "sk-canary-1234567890abcdef"
+
+
+def http_error() -> Exception:
+    """What an HTTP client raises: the request's address, key and all, in its message."""
+    return ConnectionError(
+        f"Client error for url 'https://generativelanguage.googleapis.com/v1beta/models/x:generateContent?key={KEY}'"
+    )
+
+
+@pytest.fixture
+def key(monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv("GOOGLE_API_KEY", KEY)
+    return KEY
+
+
+def test_a_failed_model_calls_key_is_not_in_the_result(key: str) -> None:
+    result = ExplicitReActAgent(ScriptedChatModel([http_error()]), [], max_retries=0).run("q")
+    assert result.stop_reason is StopReason.LLM_ERROR
+    assert key not in json.dumps(result.to_dict()) and "key=[redacted]" in (result.error or "")
+
+
+def test_a_failed_model_calls_key_is_not_in_the_error_raised(key: str) -> None:
+    agent = ExplicitReActAgent(ScriptedChatModel([http_error()]), [], max_retries=0, on_llm_error="raise")
+    with pytest.raises(ModelCallError) as raised:
+        agent.run("q")
+    assert key not in str(raised.value) and "[redacted]" in str(raised.value)
+
+
+def test_a_failed_model_calls_key_is_not_printed_by_the_command(
+    key: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    monkeypatch.setattr(cli, "load_named_model", lambda name: ScriptedChatModel([http_error()]))
+    for flags in (["-q"], ["--json"]):
+        code = cli.main(["--model", "scripted:unused", "--tools", "none", "--max-retries", "0", *flags, "q"])
+        out, err = capsys.readouterr()
+        assert code == 1 and key not in out + err and "[redacted]" in out + err
+
+
+def test_a_failed_tools_key_reaches_neither_the_model_nor_the_result(key: str) -> None:
+    @tool
+    def weather(city: str) -> str:
+        """The weather in a city."""
+        raise http_error()
+
+    model = ScriptedChatModel([action("weather", "Paris"), final("unknown")])
+    result = ExplicitReActAgent(model, [weather]).run("q")
+    assert result.steps[0].error == "tool_error" and "[redacted]" in result.steps[0].observation
+    assert key not in model.calls[1].prompt and key not in json.dumps(result.to_dict())
+
+
+def test_a_key_with_a_line_end_is_redacted_as_the_client_sends_it(tmp_path: Path, monkeypatch: Any) -> None:
+    monkeypatch.setenv("GOOGLE_API_KEY", KEY + "\r")  # from a .env file with CRLF line ends
+    assert KEY in secret_values()
+
+    @tool
+    def echo(text: str) -> str:
+        """Echoes the key as a client would have used it."""
+        return f"using {KEY}"
+
+    path = tmp_path / "trace.jsonl"
+    ExplicitReActAgent(ScriptedChatModel([action("echo", "x"), final("ok")]), [echo], trace_path=path).run(
+        "q"
+    )
+    assert KEY not in path.read_text() and "[redacted]" in path.read_text()
+
+
+def test_a_key_cut_in_two_by_the_observation_limit_is_not_in_the_trace(key: str, tmp_path: Path) -> None:
+    @tool
+    def page(url: str) -> str:
+        """A long page with the key twice: the cut keeps the first's start and the second's end."""
+        return "a" * 125 + key + "b" * 200 + key + "c" * 50
+
+    path = tmp_path / "trace.jsonl"
+    agent = ExplicitReActAgent(
+        ScriptedChatModel([action("page", "x"), final("ok")]),
+        [page],
+        trace_path=path,
+        max_observation_chars=200,
+    )
+    observation = agent.run("q").steps[0].observation
+    head, tail = observation.split("characters cut")
+    assert head.endswith(key[:8] + "\n[... 227 ") and tail.startswith(" ...]\n" + key[9:])
+    written = json.loads(path.read_text().splitlines()[0])["observation"]
+    pieces = [key[i : i + 8] for i in range(len(key) - 7)]
+    assert not any(piece in written for piece in pieces), written
+    assert written.count("[redacted]") == 2
+
+
+def test_redaction_covers_dict_keys_and_tuples() -> None:
+    assert redact({KEY: [KEY, (KEY, 1)]}, [KEY]) == {"[redacted]": ["[redacted]", ("[redacted]", 1)]}
+
+
+def test_the_sandbox_drops_credential_names_from_extra_env() -> None:
+    extra = {"GOOGLE_APPLICATION_CREDENTIALS": "/x.json", "HF_AUTH": "t", "MY_PASSWD": "p", "REGION": "eu"}
+    assert set(sandbox_environment("/home", extra)) & set(extra) == {"REGION"}
