@@ -204,18 +204,22 @@ def test_stream_chunks_match_classic(mode: str) -> None:
     assert isinstance(got[1]["steps"][0], AgentStep)
 
 
+def invoke_each(executors: Any, recorders: Any, inputs: dict[str, Any], mode: str) -> Any:
+    """Run each executor once, ``invoke`` or ``ainvoke``, with its recorder as the callback handler."""
+    for executor, recorder in zip(executors, recorders, strict=True):
+        config = {"callbacks": [recorder]}
+        if mode == "sync":
+            executor.invoke(inputs, config)
+        else:
+            asyncio.run(executor.ainvoke(inputs, config))
+    return recorders
+
+
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_callback_events_match_classic(mode: str) -> None:
     script = [act("search", "population of France"), act("nosuchtool", "x"), answer("68 million")]
     (theirs, _), (mine, _) = classic(script), ours(script)
-    recorders = EventNames(), EventNames()
-    for executor, recorder in zip((theirs, mine), recorders, strict=True):
-        config = {"callbacks": [recorder]}
-        if mode == "sync":
-            executor.invoke({"input": "France?"}, config)
-        else:
-            asyncio.run(executor.ainvoke({"input": "France?"}, config))
-    expected, got = recorders
+    expected, got = invoke_each((theirs, mine), (EventNames(), EventNames()), {"input": "France?"}, mode)
     assert got.names == expected.names
     assert got.names.count("on_agent_action") == 2
     assert got.tool_names == expected.tool_names == ["search", "invalid_tool"]
@@ -239,14 +243,7 @@ class ToolPayloads(BaseCallbackHandler):
 def test_an_unknown_tools_callback_payloads_match_classic(mode: str) -> None:
     script = [act("nosuchtool", "x"), answer("done")]
     (theirs, _), (mine, _) = classic(script), ours(script, classic_unknown_tool=True)
-    recorders = ToolPayloads(), ToolPayloads()
-    for executor, recorder in zip((theirs, mine), recorders, strict=True):
-        config = {"callbacks": [recorder]}
-        if mode == "sync":
-            executor.invoke({"input": "q"}, config)
-        else:
-            asyncio.run(executor.ainvoke({"input": "q"}, config))
-    expected, got = recorders
+    expected, got = invoke_each((theirs, mine), (ToolPayloads(), ToolPayloads()), {"input": "q"}, mode)
     assert got.starts == expected.starts
     assert got.starts[0][2]["requested_tool_name"] == "nosuchtool"
     assert got.ends == expected.ends and "nosuchtool is not a valid tool" in got.ends[0]
