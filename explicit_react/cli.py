@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -123,20 +124,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; returns the exit code (0 answered, 1 stopped, 2 usage or configuration error)."""
     try:
         try:
-            args = build_parser().parse_intermixed_args(argv)
-        except SystemExit as done:  # --help
-            return int(done.code or 0)
-        command, question = _command(args.words)
-        agent = build_agent(args)
-    except (UsageError, ValueError) as error:  # ValueError: ConfigurationError and its kin
-        return _fail(str(error))
-    try:
+            try:
+                args = build_parser().parse_intermixed_args(argv)
+            except SystemExit as done:  # --help
+                return int(done.code or 0)
+            command, question = _command(args.words)
+            agent = build_agent(args)
+        except (UsageError, ValueError) as error:  # ValueError: ConfigurationError and its kin
+            return _fail(str(error))
+        except OSError as error:  # a file named by an option that cannot be read or written
+            return _fail(f"{error.strerror or error}: {error.filename}" if error.filename else str(error))
         if command == "chat":
             return chat(agent, args)
         return ask(agent, question, args)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # while loading a model or during a run
         print(file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader of stdout went away (`| head`): nothing more to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_STOPPED
 
 
 def _fail(message: str) -> int:
@@ -198,7 +204,10 @@ def _knowledge_tool(location: str) -> BaseTool:
 
     path = Path(location).expanduser()
     if path.is_dir():
-        return KnowledgeBaseTool.from_folder(path)
+        tool = KnowledgeBaseTool.from_folder(path)
+        if not tool.passages:
+            raise UsageError(f"--tools knowledge:{location}: the folder holds no .txt or .md files with text")
+        return tool
     if path.is_file():
         text = path.read_text(encoding="utf-8", errors="replace")
         return KnowledgeBaseTool([{"content": text, "source": path.name}])
@@ -312,8 +321,9 @@ def _run(agent: ExplicitReActAgent, question: str, context: str) -> AgentResult:
 
 
 def _print_result(result: AgentResult, as_json: bool, indent: int | None = 2) -> None:
-    if as_json:
-        print(json.dumps(result.to_dict(), ensure_ascii=False, indent=indent))
+    if as_json:  # ASCII escapes where stdout cannot encode the text (PYTHONIOENCODING=ascii)
+        ascii_only = (sys.stdout.encoding or "").lower().replace("-", "") not in ("utf8", "utf16", "utf32")
+        print(json.dumps(result.to_dict(), ensure_ascii=ascii_only, indent=indent))
     else:
         print(result.answer)
     sys.stdout.flush()

@@ -81,7 +81,7 @@ def read_context(context: Any) -> Context:
         return Context(text=context)
     if isinstance(context, (Mapping, BaseMessage, Document)) or _is_pair(context):
         context = [context]
-    if not isinstance(context, Iterable):
+    if not isinstance(context, Iterable) or isinstance(context, (bytes, bytearray)):
         raise ConfigurationError(_unsupported(context))
     documents: list[ContextDocument] = []
     turns: list[tuple[str, str]] = []
@@ -116,7 +116,7 @@ def _document(item: Any) -> ContextDocument:
         raise ConfigurationError(_unsupported(item))
     if content is None:
         raise ConfigurationError(
-            f"a context dict needs 'content' or 'page_content', or 'role' and 'content': got keys {sorted(item)}"
+            f"a context dict needs 'content' or 'page_content', or 'role' and 'content': got keys {sorted(map(str, item))}"
         )
     return ContextDocument(_text(content), str(source) if source else "")
 

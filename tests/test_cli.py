@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -400,3 +403,72 @@ def test_check_answer_sends_a_wordless_answer_back(tmp_path: Path, capsys: Any) 
     assert [s["error"] for s in data["steps"]] == ["answer_check", None]
     assert cli.main([*argv, "How many people live in Paris?"]) == 0  # off by default
     assert json.loads(capsys.readouterr().out)["answer"] == "Paris"
+
+
+# --- files and pipes that fail -------------------------------------------------------------------
+
+
+def test_a_trace_path_that_cannot_be_written_is_a_usage_error_before_the_run(
+    tmp_path: Path, capsys: Any
+) -> None:
+    blocker = tmp_path / "file.txt"
+    blocker.write_text("x")
+    model = script(tmp_path, *PARIS)
+    for target, problem in ((tmp_path, "Is a directory"), (blocker / "trace.jsonl", "File exists")):
+        code = cli.main(["--model", model, "--tools", "search", "--trace", str(target), "q"])
+        out, err = capsys.readouterr()
+        assert code == 2 and out == ""
+        assert_one_line_error(err, problem, str(tmp_path))
+
+
+def test_an_unreadable_script_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    path = tmp_path / "replies.txt"
+    path.write_text("Final Answer: x")
+
+    def refuse(self: Path, *args: Any, **kwargs: Any) -> str:
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "read_text", refuse)
+    assert cli.main(["--model", f"scripted:{path}", "--tools", "none", "q"]) == 2
+    assert_one_line_error(capsys.readouterr().err, "Permission denied", str(path))
+
+
+def test_an_empty_knowledge_folder_is_a_usage_error(tmp_path: Path, capsys: Any) -> None:
+    (tmp_path / "scan.pdf").write_bytes(b"%PDF")
+    assert cli.main(["--model", script(tmp_path, *PARIS), "--tools", f"knowledge:{tmp_path}", "q"]) == 2
+    assert_one_line_error(capsys.readouterr().err, "no .txt or .md files")
+
+
+def test_ctrl_c_while_the_agent_is_built_exits_130(monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
+    def interrupted(args: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "build_agent", interrupted)
+    assert cli.main(["--tools", "none", "q"]) == 130
+    assert "Traceback" not in capsys.readouterr().err
+
+
+COMMAND = [sys.executable, "-c", "import sys; from explicit_react.cli import main; sys.exit(main())"]
+"""The ``explicit-react`` command in a process of its own."""
+
+
+def test_a_closed_stdout_pipe_ends_quietly(tmp_path: Path) -> None:
+    reader, writer = os.pipe()
+    os.close(reader)
+    command = [*COMMAND, "--model", script(tmp_path, *PARIS), "--tools", "search"]
+    done = subprocess.run(
+        [*command, "--json", "q"], stdout=writer, stderr=subprocess.PIPE, text=True, timeout=60
+    )
+    os.close(writer)
+    assert "Traceback" not in done.stderr and done.returncode == 1
+
+
+def test_json_output_is_ascii_where_stdout_cannot_encode_the_text(tmp_path: Path) -> None:
+    model = script(tmp_path, final("Café"))
+    command = [*COMMAND, "--model", model, "--tools", "none", "--json", "q"]
+    env = {**os.environ, "PYTHONIOENCODING": "ascii"}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["answer"] == "Café"

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from explicit_react import GeneralQAAgent
+from explicit_react.errors import ConfigurationError
 from explicit_react.qa import MAX_INLINE_DOCUMENTS, format_context
 from explicit_react.testing import ScriptedChatModel
 from tests.helpers import action, final, search
@@ -85,3 +88,17 @@ def test_the_answer_at_a_limit_still_sees_the_context() -> None:
     assert result["stop_reason"] == "max_iterations" and result["answer"] == "Blue."
     last_prompt = model.calls[-1].prompt
     assert "The lab door is blue." in last_prompt and "search: population of France\n68000000" in last_prompt
+
+
+def test_a_long_string_context_is_searched_not_pasted() -> None:
+    context = "Filler sentence about nothing. " * 1000 + "The code word is zebra. " + "More filler. " * 1000
+    model = ScriptedChatModel([action("knowledge_search", "code word"), final("zebra")])
+    response = GeneralQAAgent(model, [search]).answer("What is the code word?", context)
+    assert "- knowledge_search:" in model.calls[0].prompt and len(model.calls[0].prompt) < 5_000
+    assert "zebra" in response["detailed_steps"][0]["observation"] and response["answer"] == "zebra"
+
+
+@pytest.mark.parametrize("context", [{1: "a", "text": "b"}, b"raw bytes"])
+def test_an_unreadable_context_is_a_configuration_error(context: object) -> None:
+    with pytest.raises(ConfigurationError):
+        GeneralQAAgent(ScriptedChatModel([final("x")]), [search]).answer("q", context)
