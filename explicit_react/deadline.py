@@ -29,6 +29,11 @@ class DeadlineExceeded(TimeoutError):
     """The run's ``max_seconds`` budget ran out while a call was in progress."""
 
 
+class CallTimedOut(TimeoutError):
+    """A call given a timeout here (``call_with_timeout``, ``acall_with_timeout``) ran past it; a
+    ``TimeoutError`` the call raised itself (a socket's, an HTTP client's) is not this one."""
+
+
 class Deadline:
     """A wall-clock budget that starts when it is created; ``seconds=None`` never expires."""
 
@@ -99,9 +104,14 @@ def call_with_timeout(fn: Callable[[], T], timeout: float | None) -> T:
         finished.set()
 
     given_up = _start_daemon(fn, done)
-    if not finished.wait(max(timeout, 0.0)):
+    try:
+        in_time = finished.wait(max(timeout, 0.0))
+    except BaseException:  # Ctrl-C while waiting: the call is given up too
         given_up.set()
-        raise TimeoutError(f"no reply after {timeout:.1f} s")
+        raise
+    if not in_time:
+        given_up.set()
+        raise CallTimedOut(f"no reply after {timeout:.1f} s")
     if outcome["error"] is not None:
         raise outcome["error"]
     return outcome["value"]
@@ -139,10 +149,26 @@ async def acall_in_thread(fn: Callable[[], T], timeout: float | None) -> T:
 
 
 async def acall_with_timeout(awaitable: Awaitable[T], timeout: float | None) -> T:
-    """Await ``awaitable``; cancel it and raise ``TimeoutError`` after ``timeout`` seconds."""
+    """Await ``awaitable``; after ``timeout`` seconds, cancel it and raise ``CallTimedOut`` at once.
+
+    ``asyncio.wait_for`` would wait for the cancelled call to end, and a call that ignores
+    cancellation (catches ``CancelledError``, or blocks in C code) would hold the run past its
+    timeout and hand back its late result; here it is left to end on its own, as a thread is."""
     if timeout is None:
         return await awaitable
+    task = asyncio.ensure_future(awaitable)
     try:
-        return await asyncio.wait_for(awaitable, max(timeout, 0.0))
-    except asyncio.TimeoutError:
-        raise TimeoutError(f"no reply after {timeout:.1f} s") from None
+        done, _ = await asyncio.wait({task}, timeout=max(timeout, 0.0))
+    except BaseException:  # cancelled while waiting: so is the call
+        task.cancel()
+        raise
+    if not done:
+        task.cancel()
+        task.add_done_callback(_retrieve)  # its late outcome is nobody's: no "never retrieved" warning
+        raise CallTimedOut(f"no reply after {timeout:.1f} s")
+    return task.result()
+
+
+def _retrieve(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        task.exception()

@@ -18,7 +18,7 @@ from langchain_core.tools import BaseTool, StructuredTool, Tool, tool
 from pydantic import ValidationError
 
 from explicit_react import drivers
-from explicit_react.deadline import Deadline, DeadlineExceeded
+from explicit_react.deadline import CallTimedOut, Deadline, DeadlineExceeded
 from explicit_react.drivers import Call, Machine
 from explicit_react.errors import ConfigurationError
 from explicit_react.prompt import ToolSpec
@@ -183,7 +183,7 @@ class ToolExecutor:
                 f"argument {'.'.join(map(str, e['loc'])) or '(input)'!r}: {e['msg']}" for e in exc.errors()
             )
             return ToolOutcome(self._schema_hint(t.name, problems), error="invalid_input", seconds=seconds)
-        if isinstance(exc, TimeoutError):
+        if isinstance(exc, CallTimedOut):
             return ToolOutcome(
                 f"Error: tool {t.name!r} timed out after {timeout or 0:.1f} s. Try a simpler input or another tool.",
                 error="tool_timeout",
@@ -230,7 +230,7 @@ class ToolExecutor:
         )
         try:
             output = yield Call(partial(_run_sync, t, fitted, callbacks, extra), native, limit)
-        except TimeoutError as exc:
+        except CallTimedOut as exc:
             if binding:
                 raise DeadlineExceeded(f"time ran out while tool {t.name!r} was running") from exc
             return self._failure(t, exc, started, limit)

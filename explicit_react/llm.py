@@ -21,7 +21,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig, RunnableLambda
 
 from explicit_react import drivers
-from explicit_react.deadline import Deadline, DeadlineExceeded
+from explicit_react.deadline import CallTimedOut, Deadline, DeadlineExceeded
 from explicit_react.drivers import Call, Machine, Sleep
 from explicit_react.errors import ConfigurationError, ModelCallError
 from explicit_react.parser import OBSERVATION
@@ -217,7 +217,7 @@ class ModelAdapter:
                 reply = yield self._request(messages, callbacks, limit)
                 return self._completion(reply, started)
             except Exception as exc:
-                if binding and isinstance(exc, TimeoutError):
+                if binding and isinstance(exc, CallTimedOut):
                     raise DeadlineExceeded("time ran out while waiting for the model") from exc
                 delay = self._retry_delay(exc, attempt, deadline)
             yield Sleep(delay)
@@ -246,7 +246,7 @@ class ModelAdapter:
         if is_transient(exc) and attempt < self.max_retries and not out_of_time:
             return delay
         tries = f" after {attempt + 1} attempts" if attempt else ""
-        kind = "timed out" if isinstance(exc, TimeoutError) else f"failed{tries}: {type(exc).__name__}"
+        kind = "timed out" if isinstance(exc, CallTimedOut) else f"failed{tries}: {type(exc).__name__}"
         detail = redact(str(exc).strip())  # an HTTP client's error may repeat the request's key
         raise ModelCallError(f"the model call {kind}" + (f": {detail}" if detail else "")) from exc
 

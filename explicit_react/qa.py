@@ -65,7 +65,9 @@ class GeneralQAAgent:
         a ``knowledge_search`` tool instead of being pasted into the prompt."""
         parts = read_context(context)
         if len(parts.text) > MAX_INLINE_CHARS:  # a long string is searched like a long document
-            parts = dataclasses.replace(parts, text="", documents=(*parts.documents, ContextDocument(parts.text)))
+            parts = dataclasses.replace(
+                parts, text="", documents=(*parts.documents, ContextDocument(parts.text))
+            )
         documents = parts.documents
         too_many = (
             len(documents) > MAX_INLINE_DOCUMENTS or sum(len(d.content) for d in documents) > MAX_INLINE_CHARS

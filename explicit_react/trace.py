@@ -27,7 +27,9 @@ class JsonlTrace:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.path.open("a", encoding="utf-8").close()  # a path that cannot be written fails here, before the run
+        self.path.open(
+            "a", encoding="utf-8"
+        ).close()  # a path that cannot be written fails here, before the run
         self._secrets = secret_values()
 
     def _write(self, record: dict[str, Any]) -> None:

@@ -4,6 +4,9 @@ covers reading a reply, and a tool's huge output costs no more than what the obs
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import signal
 import time
 import tracemalloc
 from typing import Any
@@ -175,3 +178,92 @@ def test_a_tool_output_nested_too_deeply_does_not_break_the_compat_stream() -> N
     step_messages = next(chunk["messages"] for chunk in chunks if "steps" in chunk)
     assert "nested too deeply" in step_messages[0].content
     assert chunks[-1]["output"] == "done"
+
+
+A_FETCH = "Thought: I will fetch it.\nAction: fetch\nAction Input: http://example.com"
+
+
+# Timeouts: whose TimeoutError it is, and calls that ignore being cancelled -------------------------
+def test_a_tools_own_timeout_error_is_a_failed_call_not_the_runs_deadline() -> None:
+    @tool
+    def fetch(url: str) -> str:
+        """Fetches a page."""
+        raise TimeoutError("read timed out")  # as a socket or an HTTP client raises it
+
+    for use_async in (False, True):
+        agent = ExplicitReActAgent(ScriptedChatModel([A_FETCH, final("42")]), [fetch], max_seconds=60)
+        result = asyncio.run(agent.arun("q")) if use_async else agent.run("q")
+        assert result.stop_reason is StopReason.SUCCESS and result.answer == "42"
+        assert (
+            result.steps[0].error == "tool_error"
+            and "TimeoutError: read timed out" in result.steps[0].observation
+        )
+
+
+def test_a_models_own_timeout_error_is_retried_not_the_runs_deadline() -> None:
+    model = ScriptedChatModel([TimeoutError("read timed out"), final("42")])
+    result = ExplicitReActAgent(model, [search], max_seconds=60, retry_backoff=0).run("q")
+    assert result.stop_reason is StopReason.SUCCESS and result.llm_calls == 1 and len(model.calls) == 2
+
+
+async def _deaf_sleep(seconds: float) -> None:
+    """Sleeps ``seconds`` and ignores cancellation, as a client that shields its request does."""
+    end = time.monotonic() + seconds
+    while (left := end - time.monotonic()) > 0:
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.sleep(left)
+
+
+class DeafModel(ScriptedChatModel):
+    async def _agenerate(
+        self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> Any:
+        await _deaf_sleep(1.5)
+        return await super()._agenerate(messages, stop, run_manager, **kwargs)
+
+
+@pytest.mark.parametrize("limit", ["tool_timeout", "max_seconds", "llm_timeout"])
+def test_an_async_call_that_ignores_cancellation_is_given_up_on_time(limit: str) -> None:
+    @tool
+    async def fetch(url: str) -> str:
+        """Fetches a page."""
+        await _deaf_sleep(1.5)
+        return "late result"
+
+    async def run() -> Any:
+        if limit == "llm_timeout":
+            agent = ExplicitReActAgent(DeafModel([final("x")]), [fetch], llm_timeout=0.3, max_retries=0)
+        else:
+            agent = ExplicitReActAgent(ScriptedChatModel([A_FETCH, final("ok")]), [fetch], **{limit: 0.3})
+        began = time.monotonic()
+        result = await agent.arun("q")
+        return result, time.monotonic() - began
+
+    result, seconds = asyncio.run(run())
+    assert seconds < 1.2, f"the run waited {seconds:.1f} s for a call that ignored its cancellation"
+    assert "late result" not in [step.observation for step in result.steps]
+    expected = {"tool_timeout": "tool_timeout", "max_seconds": "tool_timeout", "llm_timeout": None}[limit]
+    assert (result.steps[0].error if result.steps else None) == expected
+    if limit == "llm_timeout":
+        assert result.stop_reason is StopReason.LLM_ERROR and "timed out" in (result.error or "")
+
+
+def test_ctrl_c_while_waiting_for_a_call_gives_the_call_up() -> None:
+    import threading
+
+    from explicit_react.deadline import abandoned, call_with_timeout
+
+    seen: list[str] = []
+
+    def tool_call() -> None:
+        given_up = abandoned()
+        assert given_up is not None
+        threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()  # Ctrl-C, while the caller waits
+        seen.append("given up" if given_up.wait(5) else "ran to the end")
+
+    with pytest.raises(KeyboardInterrupt):
+        call_with_timeout(tool_call, 10)
+    deadline = time.monotonic() + 5
+    while not seen and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert seen == ["given up"]
