@@ -208,8 +208,12 @@ class ExplicitReActAgent(ReActLoop, Runnable[AgentInput, dict[str, Any]]):
         run = self.new_run(question, context, manager, callbacks)
         try:
             yield from self.steps(run)
+        except GeneratorExit as exc:  # the caller stopped reading the stream: the chain run ends here
+            if heard(manager):
+                drivers.notify_closed(Notify((manager,), "on_chain_error", (exc,)))
+            raise
         except BaseException as exc:
-            if heard(manager) and not isinstance(exc, GeneratorExit):  # a closed stream cannot report
+            if heard(manager):
                 yield Notify((manager,), "on_chain_error", (exc,))
             raise
         assert run.result is not None

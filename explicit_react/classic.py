@@ -35,7 +35,7 @@ from pydantic import BaseModel
 from explicit_react.classic_agent import decision, plan_request, tool_run_display
 from explicit_react.classic_chain import RUN_KEY, classic_invalid_tool_text
 from explicit_react.deadline import DeadlineExceeded
-from explicit_react.drivers import Call, Machine, Notify
+from explicit_react.drivers import Call, Machine, Notify, notify_closed
 from explicit_react.executor import ToolExecutor, ToolOutcome, tool_content
 from explicit_react.policy import ALLOW, Budget, RunGuard, Verdict
 from explicit_react.tool_input import too_deep_text
@@ -222,9 +222,11 @@ class ClassicLoop:
             )
             if output == "invoke":
                 yield Notify((manager,), "on_chain_end", (outputs,))
+        except GeneratorExit as exc:  # the caller stopped reading the stream: the chain run ends here
+            notify_closed(Notify((manager,), "on_chain_error", (exc,)))
+            raise
         except BaseException as exc:
-            if not isinstance(exc, GeneratorExit):
-                yield Notify((manager,), "on_chain_error", (exc,))
+            yield Notify((manager,), "on_chain_error", (exc,))
             raise
         if self.return_stop_reason and run.stop_reason is not None:
             final["stop_reason"] = run.stop_reason.value

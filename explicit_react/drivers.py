@@ -11,6 +11,7 @@ the same from ``run`` and from ``arun``.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator, Mapping, Sequence
@@ -63,6 +64,23 @@ Machine = Generator[Any, Any, T]
 _REQUESTS = (Call, Sleep, Notify)
 
 
+_closing: contextvars.ContextVar[list[Awaitable[Any]] | None] = contextvars.ContextVar(
+    "explicit_react_closing", default=None
+)
+
+
+def notify_closed(notify: Notify) -> None:
+    """For a machine being closed (a stream its caller stopped reading), which can yield nothing
+    more: carry ``notify`` out now. A sync target is called at once; an async one's awaitable is
+    left for ``adrive`` to await while it closes (``aclose`` may await), or dropped unawaited when
+    no async driver is closing the machine."""
+    for pending in _notify(notify):
+        if (closing := _closing.get()) is not None:
+            closing.append(pending)
+        elif inspect.iscoroutine(pending):
+            pending.close()
+
+
 class _Progress:
     """A machine being driven (the part both drivers share): iterate it for the machine's next
     request or output; set ``reply`` or ``error`` (an exception raised while the request was carried
@@ -89,6 +107,15 @@ class _Progress:
     def __exit__(self, *exc: object) -> None:
         self.machine.close()
 
+    def close(self) -> list[Awaitable[Any]]:
+        """Close the machine; what its closing left to await (``notify_closed``)."""
+        token = _closing.set([])
+        try:
+            self.machine.close()
+            return _closing.get() or []
+        finally:
+            _closing.reset(token)
+
 
 def drive(machine: Machine[T]) -> Generator[Any, None, T]:
     """Carry out ``machine``'s requests here and now; yield its outputs; return what it returns."""
@@ -103,12 +130,16 @@ def drive(machine: Machine[T]) -> Generator[Any, None, T]:
 
 async def adrive(machine: Machine[Any]) -> AsyncIterator[Any]:
     """Carry out ``machine``'s requests on the running event loop; yield its outputs."""
-    with _Progress(machine) as progress:
+    progress = _Progress(machine)
+    try:
         for request in progress:
             if isinstance(request, _REQUESTS):
                 await _aperform(request, progress)
             else:
                 yield request
+    finally:
+        for pending in progress.close():  # a closed stream's last callbacks
+            await pending
 
 
 def _perform(request: Call | Sleep | Notify, progress: _Progress) -> None:

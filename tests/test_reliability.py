@@ -12,11 +12,12 @@ import tracemalloc
 from typing import Any
 
 import pytest
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.tools import tool
 
 from explicit_react import AgentExecutor, ExplicitReActAgent, StopReason, create_react_agent
 from explicit_react.testing import ScriptedChatModel
-from tests.helpers import final, search, subtract
+from tests.helpers import action, final, search, subtract
 
 NASTY_REPLIES = {
     "JSON list as input": 'Thought: t\nAction: search\nAction Input: ["a", "b"]',
@@ -267,3 +268,54 @@ def test_ctrl_c_while_waiting_for_a_call_gives_the_call_up() -> None:
     while not seen and time.monotonic() < deadline:
         time.sleep(0.01)
     assert seen == ["given up"]
+
+
+class ChainEvents(BaseCallbackHandler):
+    """The top-level chain run's start, end and error, in order."""
+
+    def __init__(self) -> None:
+        self.events: list[str] = []
+
+    def on_chain_start(self, serialized: Any, inputs: Any, **kwargs: Any) -> None:
+        if kwargs.get("parent_run_id") is None:
+            self.events.append("start")
+
+    def on_chain_end(self, outputs: Any, **kwargs: Any) -> None:
+        if kwargs.get("parent_run_id") is None:
+            self.events.append("end")
+
+    def on_chain_error(self, error: BaseException, **kwargs: Any) -> None:
+        if kwargs.get("parent_run_id") is None:
+            self.events.append(f"error({type(error).__name__})")
+
+
+def _two_step_script() -> list[str]:
+    return [action("search", "a"), action("search", "b"), final("done")]
+
+
+@pytest.mark.parametrize("which", ["agent", "compat"])
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_stream_closed_early_ends_its_chain_run(which: str, mode: str) -> None:
+    """A caller that stops reading leaves no chain run open: callbacks (a tracer) hear it ended."""
+    if which == "agent":
+        runnable: Any = ExplicitReActAgent(ScriptedChatModel(_two_step_script()), [search])
+        inputs: Any = "q"
+    else:
+        model = ScriptedChatModel(_two_step_script())
+        runnable = AgentExecutor(agent=create_react_agent(model, [search]), tools=[search])
+        inputs = {"input": "q"}
+    recorder = ChainEvents()
+    config = {"callbacks": [recorder]}
+    if mode == "sync":
+        stream = runnable.stream(inputs, config)
+        next(stream)
+        stream.close()
+    else:
+
+        async def read_one() -> None:
+            stream = runnable.astream(inputs, config)
+            await anext(stream)
+            await stream.aclose()
+
+        asyncio.run(read_one())
+    assert recorder.events == ["start", "error(GeneratorExit)"]
