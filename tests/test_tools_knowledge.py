@@ -194,3 +194,109 @@ def test_a_query_finds_another_form_of_its_words() -> None:
     assert (
         tool.invoke("Quillfern founding") == "1. [company] Quillfern was founded in 2011 by Mara Ostrander."
     )
+
+
+def test_numbers_with_separators_are_one_word() -> None:
+    assert tokenize("It weighs 9.7 kg and costs 1,270 dollars (v1.2.3).") == [
+        "weigh", "9.7", "kg", "cost", "1270", "dollar", "v1", "2.3",
+    ]  # fmt: skip
+    documents = ["The Sistguck Z5 weighs 9.7 kg.", "The Brisk Arm weighs 7.9 kg."]
+    assert KnowledgeBaseTool(documents, k=1).invoke("product weighing 9.7 kg") == (
+        "1. [document 1] The Sistguck Z5 weighs 9.7 kg."
+    )
+    assert KnowledgeBaseTool(["The Lumacrab costs 1,270 dollars.", "The Pellet costs 1 dollar."], k=1).invoke(
+        "1270 dollars"
+    ).startswith("1. [document 1]")
+
+
+def test_words_in_any_script_are_searchable() -> None:
+    documents = ["巴黎是法国的首都。", "باريس هي عاصمة فرنسا", "Москва — столица России.", "The sum of 2 and 3 is 5."]
+    tool = KnowledgeBaseTool(documents, k=1)
+    assert tool.invoke("法国的首都") == "1. [document 1] 巴黎是法国的首都。"
+    assert tool.invoke("عاصمة فرنسا") == "1. [document 2] باريس هي عاصمة فرنسا"
+    assert tool.invoke("столица России") == "1. [document 3] Москва — столица России."
+    assert tool.invoke("résumé").startswith("No passages")  # not "r" + "sum" + "e"
+    assert tokenize("Café CAFÉ") == ["café", "café"]  # composed and decomposed é match
+
+
+def test_long_words_are_cut_without_losing_characters() -> None:
+    text = "a" * 100 + " b " + "c" * 250 + " dd"
+    assert split_passages(text, 100) == ["a" * 100, "b", "c" * 100, "c" * 100, "c" * 50 + " dd"]
+    assert "".join(split_passages("x" * 1_000_000, 800)) == "x" * 1_000_000
+
+
+def test_a_long_query_scores_as_plain_bm25() -> None:
+    from rank_bm25 import BM25Plus
+
+    # Repeated words count as often as they appear; unknown ones add nothing.
+    tool = KnowledgeBaseTool(CATALOGUE, k=3)
+    query = "Rover robots cost cost cost shipping unknownword " * 20
+    plain = BM25Plus([tokenize(p.text) for p in tool.passages]).get_scores(tokenize(query))
+    results = tool.search(query)
+    assert len(results) == 3
+    for score, passage in results:
+        assert score == pytest.approx(plain[tool.passages.index(passage)], rel=1e-12)
+
+
+def _folder(tmp_path: Path) -> Path:
+    folder = tmp_path / "kb"
+    (folder / "locked").mkdir(parents=True)
+    (folder / "notes.md").write_text("The vault code is 4711.")
+    (folder / "locked" / "hidden.md").write_text("The shipping fee is 45 dollars.")
+    (tmp_path / "outside.txt").write_text("The outside secret is 99.")
+    return folder
+
+
+def test_from_folder_skips_unreadable_files_with_a_warning(tmp_path: Path, monkeypatch) -> None:
+    folder = _folder(tmp_path)
+    (folder / "private.txt").write_text("The payroll total is 5 dollars.")
+    real_read_text = Path.read_text
+
+    def read_text(path: Path, *args, **kwargs) -> str:
+        if path.name == "private.txt":
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_read_text(path, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "read_text", read_text)
+    with pytest.warns(UserWarning, match=r"skipped .*private\.txt \(Permission denied\)"):
+        tool = KnowledgeBaseTool.from_folder(folder)
+    assert sorted({p.source for p in tool.passages}) == ["locked/hidden.md", "notes.md"]
+
+
+def test_from_folder_reports_a_folder_it_cannot_list(tmp_path: Path, monkeypatch) -> None:
+    import os
+
+    folder = _folder(tmp_path)
+    real_scandir = os.scandir
+
+    def scandir(path):  # what an unreadable folder does for a user who is not root
+        if str(path).endswith("locked"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    with pytest.warns(UserWarning, match=r"locked \(cannot list: Permission denied\)"):
+        tool = KnowledgeBaseTool.from_folder(folder)
+    assert [p.source for p in tool.passages] == ["notes.md"]
+
+
+def test_from_folder_does_not_follow_a_link_out_of_the_folder(tmp_path: Path) -> None:
+    folder = _folder(tmp_path)
+    (folder / "escape.txt").symlink_to(tmp_path / "outside.txt")
+    (folder / "alias.md").symlink_to(folder / "notes.md")
+    with pytest.warns(UserWarning, match=r"escape\.txt \(a link to a file outside the folder\)"):
+        tool = KnowledgeBaseTool.from_folder(folder)
+    assert sorted({p.source for p in tool.passages}) == ["alias.md", "locked/hidden.md", "notes.md"]
+    assert tool.invoke("outside secret").startswith("No passages")
+
+
+def test_a_file_name_that_is_not_utf8_is_a_printable_source(tmp_path: Path) -> None:
+    import os
+
+    folder = tmp_path / "kb"
+    folder.mkdir()
+    with open(os.path.join(os.fsencode(folder), b"caf\xe9.txt"), "wb") as file:
+        file.write(b"The robot weighs 9 kg.")
+    observation = KnowledgeBaseTool.from_folder(folder).invoke("robot")
+    assert observation == "1. [caf\ufffd.txt] The robot weighs 9 kg."
+    observation.encode("utf-8")

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 import re
+import unicodedata
+import warnings
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache, lru_cache
@@ -34,10 +37,19 @@ class Passage:
     text: str
 
 
+# A number written with separators is one word: "9.7" is not "7.9", and "1,270" is "1270".
+_NUMBER = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)+"
+_WORD = re.compile(rf"{_NUMBER}|[^\W_]+")
+# Chinese and Japanese are written without spaces: each ideograph or kana counts as a word.
+_UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+
+
 def tokenize(text: str) -> list[str]:
-    """Lowercase words and numbers, without stopwords, each cut to its English stem by the Snowball
-    stemmer, so that the forms of a word match: refunds -> refund, founding and founded -> found."""
-    words = re.findall(r"[a-z0-9]+", text.lower())
+    """Lowercase words and numbers in any script, without stopwords, each cut to its English stem by
+    the Snowball stemmer, so that the forms of a word match: refunds -> refund, founding and founded
+    -> found. "résumé" stays one word, and "9.7" one number."""
+    text = _UNSPACED.sub(r" \g<0> ", unicodedata.normalize("NFKC", text).casefold())
+    words = (word.replace(",", "") for word in _WORD.findall(text))
     return [_stem(word) for word in words if word not in STOPWORDS]
 
 
@@ -88,12 +100,7 @@ def _pack_sentences(paragraph: str, max_chars: int) -> list[str]:
         return [paragraph]
     pieces: list[str] = []
     for sentence in re.split(r"(?<=[.!?])\s+", paragraph):
-        while len(sentence) > max_chars:
-            cut = sentence.rfind(" ", 0, max_chars)
-            cut = cut if cut > 0 else max_chars
-            pieces.append(sentence[:cut])
-            sentence = sentence[cut:].strip()
-        pieces.append(sentence)
+        pieces += _cut_at_spaces(sentence, max_chars)
     packed: list[str] = []
     for piece in filter(None, pieces):
         if packed and len(packed[-1]) + 1 + len(piece) <= max_chars:
@@ -101,6 +108,21 @@ def _pack_sentences(paragraph: str, max_chars: int) -> list[str]:
         else:
             packed.append(piece)
     return packed
+
+
+def _cut_at_spaces(sentence: str, max_chars: int) -> list[str]:
+    """``sentence`` (single-spaced) in pieces of at most ``max_chars``, cut at the last space that
+    fits, or anywhere in a longer word. It walks an offset: cutting the rest off again and again
+    copied a long paragraph once per piece (a 50 MB CSV file took minutes)."""
+    pieces = []
+    start = 0
+    while len(sentence) - start > max_chars:
+        cut = sentence.rfind(" ", start, start + max_chars)
+        cut = cut if cut > start else start + max_chars
+        pieces.append(sentence[start:cut])
+        start = cut + 1 if sentence.startswith(" ", cut) else cut
+    pieces.append(sentence[start:])
+    return pieces
 
 
 def _source_and_text(document: Any, number: int) -> tuple[str, str]:
@@ -177,14 +199,19 @@ class KnowledgeBaseTool(BaseTool):
         root = Path(folder)
         if not root.is_dir():
             raise ValueError(f"knowledge folder is not a directory: {folder}")
-        documents = [
-            {
-                "content": path.read_text(encoding="utf-8", errors="replace"),
-                "source": path.relative_to(root).as_posix(),
-            }
-            for path in sorted(root.rglob("*"))
-            if path.is_file() and path.suffix.lower() in suffixes
-        ]
+        documents, skipped = [], []
+        for path, problem in _folder_files(root, suffixes):
+            if not problem:
+                try:
+                    text = path.read_text(encoding="utf-8", errors="replace")
+                except OSError as error:
+                    problem = error.strerror or str(error)
+            if problem:
+                skipped.append(f"{_readable_name(path)} ({problem})")
+            else:
+                documents.append({"content": text, "source": _readable_name(path.relative_to(root))})
+        if skipped:
+            warnings.warn(f"knowledge folder {root}: skipped {'; '.join(skipped)}", stacklevel=2)
         return cls(documents, **kwargs)
 
     def search(self, query: str) -> list[tuple[float, Passage]]:
@@ -209,7 +236,11 @@ class KnowledgeBaseTool(BaseTool):
             tokenized = [tokenize(passage.text) for passage in self.passages]
             self._passage_words = [frozenset(tokens) for tokens in tokenized]
             self._index = BM25Plus(tokenized)
-        scores = self._index.get_scores(words)
+        # Each distinct word is scored once, times its count (a word no passage holds scores 0):
+        # scoring the query word by word took seconds for a long query over 100,000 passages.
+        scores = self._index.get_scores([])
+        for word, count in Counter(w for w in words if w in self._index.idf).items():
+            scores += count * self._index.get_scores([word])
         wanted = set(words)
         ranked = sorted(
             (index for index, passage_words in enumerate(self._passage_words) if wanted & passage_words),
@@ -266,3 +297,29 @@ class KnowledgeBaseTool(BaseTool):
             f"{number}. [{passage.source}] {passage.text}"
             for number, (_, passage) in enumerate(results, start=1)
         )
+
+
+def _folder_files(root: Path, suffixes: tuple[str, ...]) -> Iterable[tuple[Path, str]]:
+    """Each file under ``root`` with one of ``suffixes``, sorted, with a reason to skip it or "".
+
+    A folder that cannot be listed and a link to a file outside ``root`` are skipped with their
+    reason (the folder is what the user chose to share; a link out of it is not)."""
+    found: list[tuple[Path, str]] = []
+    inside = root.resolve()
+
+    def unlisted(error: OSError) -> None:
+        found.append((Path(error.filename or root), f"cannot list: {error.strerror or error}"))
+
+    for folder, _, names in os.walk(root, onerror=unlisted):
+        for name in names:
+            path = Path(folder, name)
+            if path.suffix.lower() not in suffixes or not path.is_file():
+                continue
+            outside = path.is_symlink() and not path.resolve().is_relative_to(inside)
+            found.append((path, "a link to a file outside the folder" if outside else ""))
+    return sorted(found)
+
+
+def _readable_name(relative: Path) -> str:
+    """The path as text that can be printed: bytes of a name that are not UTF-8 become U+FFFD."""
+    return os.fsencode(relative.as_posix()).decode("utf-8", errors="replace")
