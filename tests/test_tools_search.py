@@ -102,6 +102,35 @@ def test_a_broken_backend_is_reported_without_retry() -> None:
     assert len(calls) == 1
 
 
+class _Unprintable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no message")
+
+
+@pytest.mark.parametrize(
+    ("raised", "observation"),
+    [
+        (_Unprintable(), "Error: web search failed: _Unprintable: (its message could not be read)"),
+        (OSError(), "Error: web search unavailable: OSError"),  # transient, retried, no message
+        (SystemExit(3), "Error: web search failed: RuntimeError: the search raised SystemExit: 3"),
+        (KeyboardInterrupt(), "Error: web search failed: RuntimeError: the search raised KeyboardInterrupt"),
+    ],
+)
+def test_any_exception_from_the_search_is_an_observation(raised: BaseException, observation: str) -> None:
+    def backend(query: str, max_results: int) -> list[dict[str, Any]]:
+        raise raised
+
+    assert WebSearchTool(backend=backend, retries=0).invoke("q") == observation
+
+
+def test_long_titles_and_urls_are_cut() -> None:
+    huge = [{"title": "T" * 200_000, "href": "https://x/" + "a" * 200_000, "body": "b"}]
+    title, url, snippet = WebSearchTool(backend=backend_returning(huge)).invoke("q").splitlines()
+    assert title == "1. " + "T" * 199 + "…"
+    assert url == "   https://x/" + "a" * 489 + "…"
+    assert snippet == "   b"
+
+
 def test_a_hanging_backend_is_cut_off_at_the_timeout() -> None:
     release = threading.Event()
 

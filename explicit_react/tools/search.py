@@ -18,6 +18,8 @@ SearchBackend = Callable[[str, int], list[dict[str, Any]]]
 """``(query, max_results) -> [{"title", "href", "body"}, ...]``: the shape ddgs returns."""
 
 MAX_SNIPPET_CHARS = 300
+MAX_TITLE_CHARS = 200
+MAX_URL_CHARS = 500
 
 
 class WebSearchInput(BaseModel):
@@ -73,7 +75,7 @@ class WebSearchTool(BaseTool):
                 problem = f"no answer within {self.timeout:g}s"
                 break
             except Exception as exc:  # a broken backend: not worth retrying
-                raise tool_error(f"web search failed: {type(exc).__name__}: {exc}") from None
+                raise tool_error(f"web search failed: {_describe(exc)}") from None
             if attempt < self.retries and deadline - time.monotonic() > backoff:
                 time.sleep(backoff)
                 backoff *= 2
@@ -87,7 +89,7 @@ class WebSearchTool(BaseTool):
         except Exception as exc:
             if not _is_transient(exc):
                 raise
-            raise SearchUnavailable(_first_line(f"{type(exc).__name__}: {exc}")) from exc
+            raise SearchUnavailable(_first_line(_describe(exc))) from exc
         return found
 
     def _ddgs_search(self, query: str, remaining: float) -> list[dict[str, Any]]:
@@ -149,8 +151,11 @@ def _call_within(search: Callable[[str, float], list[dict[str, Any]]], query: st
     worker.join(seconds)
     if worker.is_alive():
         raise TimeoutError
-    if "error" in outcome:
-        raise outcome["error"]
+    error = outcome.get("error")
+    if isinstance(error, Exception):
+        raise error
+    if error is not None:  # SystemExit or KeyboardInterrupt raised by the search code, not by the user
+        raise RuntimeError(f"the search raised {_describe(error)}")
     return outcome["results"]
 
 
@@ -160,17 +165,26 @@ def format_results(query: str, results: list[dict[str, Any]]) -> str:
         return f"No web results for {query!r}."
     blocks = []
     for number, result in enumerate(results, start=1):
-        title = _one_line(str(result.get("title") or "(no title)"))
-        url = str(result.get("href") or result.get("url") or "")
-        snippet = _one_line(str(result.get("body") or result.get("snippet") or ""))
-        if len(snippet) > MAX_SNIPPET_CHARS:
-            snippet = snippet[: MAX_SNIPPET_CHARS - 1].rstrip() + "…"
+        title = _shortened(str(result.get("title") or "(no title)"), MAX_TITLE_CHARS)
+        url = _shortened(str(result.get("href") or result.get("url") or ""), MAX_URL_CHARS)
+        snippet = _shortened(str(result.get("body") or result.get("snippet") or ""), MAX_SNIPPET_CHARS)
         blocks.append("\n".join([f"{number}. {title}"] + [f"   {line}" for line in (url, snippet) if line]))
     return "\n".join(blocks)
 
 
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
+def _shortened(text: str, max_chars: int) -> str:
+    """``text`` on one line, cut to ``max_chars`` with "…" where it was longer."""
+    text = " ".join(text[: max_chars * 4].split())
+    return text if len(text) <= max_chars else text[: max_chars - 1].rstrip() + "…"
+
+
+def _describe(error: BaseException) -> str:
+    """``Type: message``, even for an exception whose ``str()`` itself fails."""
+    try:
+        message = str(error)
+    except Exception:
+        message = "(its message could not be read)"
+    return f"{type(error).__name__}: {message}" if message else type(error).__name__
 
 
 def _first_line(text: str) -> str:
