@@ -22,7 +22,7 @@ from explicit_react.deadline import CallTimedOut, Deadline, DeadlineExceeded
 from explicit_react.drivers import Call, Machine
 from explicit_react.errors import ConfigurationError
 from explicit_react.prompt import ToolSpec
-from explicit_react.redaction import redact
+from explicit_react.redaction import error_message
 from explicit_react.tool_input import UNPARSED, agent_tool_input, as_text, fit_input, too_deep_text
 from explicit_react.types import ToolInput
 
@@ -189,7 +189,7 @@ class ToolExecutor:
                 error="tool_timeout",
                 seconds=seconds,
             )
-        message = redact(str(exc).strip()) or type(exc).__name__  # an API client's error may hold its key
+        message = error_message(exc) or type(exc).__name__  # redacted: an API client's error may hold its key
         return ToolOutcome(
             f"Error: tool {t.name!r} failed: {type(exc).__name__}: {message}",
             error="tool_error",

@@ -26,7 +26,7 @@ from explicit_react.drivers import Call, Machine, Sleep
 from explicit_react.errors import ConfigurationError, ModelCallError
 from explicit_react.parser import OBSERVATION
 from explicit_react.prompt import Message
-from explicit_react.redaction import redact
+from explicit_react.redaction import error_message
 from explicit_react.types import TokenUsage
 
 STOP_SEQUENCE = f"\n{OBSERVATION}:"
@@ -247,7 +247,7 @@ class ModelAdapter:
             return delay
         tries = f" after {attempt + 1} attempts" if attempt else ""
         kind = "timed out" if isinstance(exc, CallTimedOut) else f"failed{tries}: {type(exc).__name__}"
-        detail = redact(str(exc).strip())  # an HTTP client's error may repeat the request's key
+        detail = error_message(exc)  # redacted: an HTTP client's error may repeat the request's key
         raise ModelCallError(f"the model call {kind}" + (f": {detail}" if detail else "")) from exc
 
 

@@ -45,6 +45,16 @@ def redact(value: Any, secrets: list[str] | None = None) -> Any:
     return value
 
 
+def error_message(error: BaseException) -> str:
+    """The text of ``error``, stripped and redacted, for an observation or a result's ``error``; a
+    placeholder when its ``str()`` itself fails (a library's exception class can be broken so)."""
+    try:
+        message = str(error)
+    except Exception:
+        return "(its message could not be read)"
+    return redact(message.strip())
+
+
 def redact_cut(text: str, secrets: list[str], marker: re.Pattern[str]) -> str:
     """``text`` redacted, and also a secret's start just before a ``marker`` (where text was cut) and
     its end just after one: a cut through a secret leaves two parts that no longer match it whole."""

@@ -20,6 +20,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 
 from explicit_react.agent import AgentInput, ExplicitReActAgent
+from explicit_react.redaction import error_message
 from explicit_react.types import AgentResult, Step, TokenUsage
 
 AgentFactory = Callable[[], ExplicitReActAgent]
@@ -72,7 +73,7 @@ def failure_record(
         "answer": "",
         "success": False,
         "stop_reason": None,
-        "error": f"{type(exc).__name__}: {exc}",
+        "error": f"{type(exc).__name__}: {error_message(exc)}",
         "steps": [step.to_dict() for step in steps],
         "usage": usage.to_dict(),
         "elapsed_seconds": round(elapsed_seconds, 6),

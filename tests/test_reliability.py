@@ -319,3 +319,35 @@ def test_a_stream_closed_early_ends_its_chain_run(which: str, mode: str) -> None
 
         asyncio.run(read_one())
     assert recorder.events == ["start", "error(GeneratorExit)"]
+
+
+class _Unprintable(Exception):
+    """A library's exception whose ``str()`` itself raises."""
+
+    def __str__(self) -> str:
+        raise RuntimeError("broken __str__")
+
+
+def test_a_tool_error_whose_message_cannot_be_read_is_an_observation() -> None:
+    @tool
+    def lookup(query: str) -> str:
+        """Look something up."""
+        raise _Unprintable()
+
+    result = ExplicitReActAgent(ScriptedChatModel([action("lookup", "x"), final("no")]), [lookup]).run("q")
+    assert result.stop_reason is StopReason.SUCCESS
+    assert result.steps[0].observation == (
+        "Error: tool 'lookup' failed: _Unprintable: (its message could not be read)"
+    )
+
+
+def test_a_model_error_whose_message_cannot_be_read_stops_the_run_with_a_reason() -> None:
+    result = ExplicitReActAgent(ScriptedChatModel([_Unprintable()]), [], max_retries=0).run("q")
+    assert result.stop_reason is StopReason.LLM_ERROR
+    assert result.error == "the model call failed: _Unprintable: (its message could not be read)"
+
+
+def test_a_batch_records_a_question_whose_error_cannot_be_read() -> None:
+    from explicit_react.scale import failure_record
+
+    assert failure_record("q", _Unprintable())["error"] == "_Unprintable: (its message could not be read)"

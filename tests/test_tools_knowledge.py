@@ -204,13 +204,20 @@ def test_numbers_with_separators_are_one_word() -> None:
     assert KnowledgeBaseTool(documents, k=1).invoke("product weighing 9.7 kg") == (
         "1. [document 1] The Sistguck Z5 weighs 9.7 kg."
     )
-    assert KnowledgeBaseTool(["The Lumacrab costs 1,270 dollars.", "The Pellet costs 1 dollar."], k=1).invoke(
-        "1270 dollars"
-    ).startswith("1. [document 1]")
+    assert (
+        KnowledgeBaseTool(["The Lumacrab costs 1,270 dollars.", "The Pellet costs 1 dollar."], k=1)
+        .invoke("1270 dollars")
+        .startswith("1. [document 1]")
+    )
 
 
 def test_words_in_any_script_are_searchable() -> None:
-    documents = ["巴黎是法国的首都。", "باريس هي عاصمة فرنسا", "Москва — столица России.", "The sum of 2 and 3 is 5."]
+    documents = [
+        "巴黎是法国的首都。",
+        "باريس هي عاصمة فرنسا",
+        "Москва — столица России.",
+        "The sum of 2 and 3 is 5.",
+    ]
     tool = KnowledgeBaseTool(documents, k=1)
     assert tool.invoke("法国的首都") == "1. [document 1] 巴黎是法国的首都。"
     assert tool.invoke("عاصمة فرنسا") == "1. [document 2] باريس هي عاصمة فرنسا"

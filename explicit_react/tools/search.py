@@ -12,6 +12,7 @@ from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackMan
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field
 
+from explicit_react.redaction import error_message
 from explicit_react.tools._errors import Text, checked_query, tool_error, validation_error_observation
 
 SearchBackend = Callable[[str, int], list[dict[str, Any]]]
@@ -179,11 +180,8 @@ def _shortened(text: str, max_chars: int) -> str:
 
 
 def _describe(error: BaseException) -> str:
-    """``Type: message``, even for an exception whose ``str()`` itself fails."""
-    try:
-        message = str(error)
-    except Exception:
-        message = "(its message could not be read)"
+    """``Type: message``, redacted, even for an exception whose ``str()`` itself fails."""
+    message = error_message(error)
     return f"{type(error).__name__}: {message}" if message else type(error).__name__
 
 
