@@ -13,6 +13,7 @@ import argparse
 import json
 import os
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -204,7 +205,11 @@ def _knowledge_tool(location: str) -> BaseTool:
 
     path = Path(location).expanduser()
     if path.is_dir():
-        tool = KnowledgeBaseTool.from_folder(path)
+        with warnings.catch_warnings(record=True) as skipped:
+            warnings.simplefilter("always")
+            tool = KnowledgeBaseTool.from_folder(path)
+        for warning in skipped:  # one line each, not Python's warning with its source line
+            print(f"{PROG}: warning: {warning.message}", file=sys.stderr)
         if not tool.passages:
             raise UsageError(f"--tools knowledge:{location}: the folder holds no .txt or .md files with text")
         return tool

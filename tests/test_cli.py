@@ -441,6 +441,21 @@ def test_an_empty_knowledge_folder_is_a_usage_error(tmp_path: Path, capsys: Any)
     assert_one_line_error(capsys.readouterr().err, "no .txt or .md files")
 
 
+def test_a_skipped_knowledge_file_is_a_one_line_warning(tmp_path: Path, capsys: Any) -> None:
+    folder = tmp_path / "kb"
+    folder.mkdir()
+    (folder / "notes.md").write_text("The launch code word is marmalade.")
+    (tmp_path / "private.txt").write_text("secret")
+    (folder / "link.txt").symlink_to(tmp_path / "private.txt")
+    (tool,) = cli.build_tools(f"knowledge:{folder}")
+    assert [passage.source for passage in tool.passages] == ["notes.md"]
+    err = capsys.readouterr().err
+    assert err == (
+        f"explicit-react: warning: knowledge folder {folder}: skipped {folder / 'link.txt'} "
+        "(a link to a file outside the folder)\n"
+    )
+
+
 def test_ctrl_c_while_the_agent_is_built_exits_130(monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
     def interrupted(args: Any) -> Any:
         raise KeyboardInterrupt
