@@ -351,3 +351,19 @@ def test_a_batch_records_a_question_whose_error_cannot_be_read() -> None:
     from explicit_react.scale import failure_record
 
     assert failure_record("q", _Unprintable())["error"] == "_Unprintable: (its message could not be read)"
+
+
+def test_an_async_only_tool_runs_under_sync_run_inside_a_running_event_loop() -> None:
+    # A notebook cell, or sync code called from async code: asyncio.run() refuses there.
+    @tool
+    async def asearch(query: str) -> str:
+        """Look something up, asynchronously."""
+        return f"found {query}"
+
+    async def sync_run_inside_a_loop() -> Any:
+        agent = ExplicitReActAgent(ScriptedChatModel([action("asearch", "Paris"), final("ok")]), [asearch])
+        return agent.run("q")
+
+    result = asyncio.run(sync_run_inside_a_loop())
+    assert result.steps[0].observation == "found Paris"
+    assert result.stop_reason is StopReason.SUCCESS
