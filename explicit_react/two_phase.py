@@ -27,13 +27,17 @@ from explicit_react.types import FinalAnswer
 
 _ANSWER_MARK = "\n\x1e"
 """Joins the thought and a plain-text answer in the combined reply; models do not write \\x1e."""
+_NOTHING_DONE = (
+    "Error: after your thought you neither called a tool nor answered. "
+    "Call one of the tools, or reply with your final answer."
+)
 
 
 class TwoPhaseModel(Runnable[Sequence[BaseMessage], AIMessage]):
     """One turn as two calls: ``thinker`` (no tools) for the thought, ``actor`` (tools bound) for the act.
 
     The reply is an ``AIMessage`` whose content is the thought, with the actor's tool calls; when the
-    actor called no tool, its text (the answer) follows the thought after ``_ANSWER_MARK``. Its usage
+    actor called no tool, its text (the answer, maybe empty) follows the thought after ``_ANSWER_MARK``. Its usage
     is both calls' together.
     """
 
@@ -58,7 +62,7 @@ class TwoPhaseModel(Runnable[Sequence[BaseMessage], AIMessage]):
         answer = _clean(message_text(getattr(act_reply, "content", act_reply)))
         calls = list(getattr(act_reply, "tool_calls", None) or [])
         invalid = list(getattr(act_reply, "invalid_tool_calls", None) or [])
-        content = thought if calls or invalid or not answer else f"{thought}{_ANSWER_MARK}{answer}"
+        content = thought if calls or invalid else f"{thought}{_ANSWER_MARK}{answer}"
         usage = [u for r in (thought_reply, act_reply) if (u := getattr(r, "usage_metadata", None))]
         total = add_usage(*usage[:2]) if len(usage) == 2 else (usage[0] if usage else None)
         return AIMessage(content=content, tool_calls=calls, invalid_tool_calls=invalid, usage_metadata=total)
@@ -98,9 +102,11 @@ class TwoPhase(NativeToolCalling):
         thought, mark, answer = completion.text.partition(_ANSWER_MARK)
         if not mark:
             return super().read(completion)
-        thought = thought.strip()
-        log = f"{THOUGHT}: {thought}\n{FINAL_ANSWER}: {answer.strip()}" if thought else answer.strip()
-        decision = FinalAnswer(answer.strip(), thought, log)
+        thought, answer = thought.strip(), answer.strip()
+        if not answer:  # the thought is private: it is no answer
+            return Turn(thought, None, _NOTHING_DONE, completion.usage, completion.seconds)
+        log = f"{THOUGHT}: {thought}\n{FINAL_ANSWER}: {answer}" if thought else answer
+        decision = FinalAnswer(answer, thought, log)
         return Turn(log, decision, None, completion.usage, completion.seconds)
 
 

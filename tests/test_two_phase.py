@@ -52,6 +52,24 @@ def test_each_turn_is_a_thought_call_then_an_act_call() -> None:
     model.assert_all_used()
 
 
+def test_an_empty_act_is_feedback_not_the_thought_as_an_answer() -> None:
+    model = ScriptedChatModel(
+        [
+            "I should look up the population of Paris with search.",
+            "",  # the act call neither calls a tool nor answers
+            "I still need the population; I will answer from what I know.",
+            "About 2.1 million people.",
+        ]
+    )
+    result = ExplicitReActAgent(model, [search], mode="two_phase").run("How many people live in Paris?")
+    assert result.answer == "About 2.1 million people."
+    (step,) = result.steps
+    assert step.error == "parse_error" and step.observation.startswith("Error: after your thought you neither")
+    assert step.log == "I should look up the population of Paris with search."
+    assert "\x1e" not in model.calls[2].messages[0].content  # the next thought sees the clean transcript
+    model.assert_all_used()
+
+
 def test_the_answer_at_the_limit_is_one_tool_free_call() -> None:
     model = ScriptedChatModel(
         [
