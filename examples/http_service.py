@@ -28,14 +28,15 @@ from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field
 
 from explicit_react import ConfigurationError, ExplicitReActAgent, Step
+from explicit_react.redaction import error_message
 from explicit_react.tools import calculator
 
 
 class Ask(BaseModel):
     """One request: the question, its context, and the budget and tools it asks for."""
 
-    input: str = Field(min_length=1)
-    context: str = ""
+    input: str = Field(min_length=1, max_length=20_000, pattern=r"\S")  # some text, not only spaces
+    context: str = Field(default="", max_length=200_000)
     max_iterations: int | None = Field(default=None, ge=1)
     max_seconds: float | None = Field(default=None, gt=0)
     allowed_tools: list[str] | None = None
@@ -69,7 +70,10 @@ def create_app(
     @app.post("/invoke")
     async def invoke(ask: Ask, agent: Annotated[ExplicitReActAgent, Depends(agent_for)]) -> dict[str, Any]:
         """Answer the question; the whole result, steps included."""
-        result = await agent.arun(ask.input, ask.context)
+        try:
+            result = await agent.arun(ask.input, ask.context)
+        except ConfigurationError as exc:  # a request the agent refuses before it starts
+            raise HTTPException(status_code=422, detail=str(exc)) from None
         return result.to_dict()
 
     @app.post("/stream", response_class=EventSourceResponse)
@@ -82,7 +86,9 @@ def create_app(
                 kind = "step" if isinstance(item, Step) else "result"
                 yield ServerSentEvent(event=kind, data=item.to_dict())
         except Exception as exc:  # the response has started: the failure becomes the last event
-            yield ServerSentEvent(event="error", data={"error": f"{type(exc).__name__}: {exc}"})
+            yield ServerSentEvent(
+                event="error", data={"error": f"{type(exc).__name__}: {error_message(exc)}"}
+            )
 
     return app
 

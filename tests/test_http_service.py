@@ -103,8 +103,14 @@ def test_a_tool_outside_the_request_allowlist_is_denied() -> None:
 
 @pytest.mark.parametrize(
     "body",
-    [{"input": "q", "allowed_tools": ["shell"]}, {"input": "q", "max_iterations": 0}, {"question": "q"}],
-    ids=["unknown tool", "zero budget", "no input"],
+    [
+        {"input": "q", "allowed_tools": ["shell"]},
+        {"input": "q", "max_iterations": 0},
+        {"question": "q"},
+        {"input": "   "},
+        {"input": "q" * 20_001},
+    ],
+    ids=["unknown tool", "zero budget", "no input", "blank input", "input too long"],
 )
 def test_a_bad_request_is_a_422_and_runs_nothing(body: dict[str, Any]) -> None:
     model = ScriptedChatModel([])
@@ -122,3 +128,18 @@ def test_a_run_that_raises_midstream_ends_with_an_error_event() -> None:
     received = events(client, {"input": "q"})
     assert [kind for kind, _ in received] == ["step", "error"]
     assert received[-1][1] == {"error": "OSError: No space left on device"}
+
+
+def test_the_error_event_is_redacted(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SERVICE_API_KEY", "sk-service-canary-123456")
+
+    class LeakyListener:
+        def on_step(self, step: Step, turn: int, max_turns: int) -> None:
+            raise OSError("upload to https://logs.example/?token=sk-service-canary-123456 failed")
+
+    model = ScriptedChatModel([action("search", "population of France"), final("x")])
+    client = TestClient(http_service.create_app(model, [search], listeners=[LeakyListener()]))
+    assert events(client, {"input": "q"})[-1] == (
+        "error",
+        {"error": "OSError: upload to https://logs.example/?token=[redacted] failed"},
+    )
