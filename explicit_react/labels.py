@@ -157,6 +157,12 @@ def compile_labels(labels: Labels) -> Grammar:
 
 
 # -- Finding the labels ------------------------------------------------------------------------------
+_CLOSING_MARKUP = re.compile(r"(?:[*_]{1,3}(?=\s|\Z))?")
+"""The rest of an emphasised label's markup, right after its colon: ``*Action Input:* x``, ``_Final
+Answer:_ 42`` and ``***Final Answer:*** 42`` (the pattern takes only a closing ``**``); only for a
+label that opens with ``*`` or ``_``, and never a value's own ``*args``."""
+
+
 def find_labels(text: str, grammar: Grammar, limit: int | None = None) -> list[Label]:
     """Every label outside code fences, in order (the first ``limit`` of them); inside a line only
     when written exactly."""
@@ -179,7 +185,9 @@ def find_labels(text: str, grammar: Grammar, limit: int | None = None) -> list[L
         if not line_start and " ".join(word.split()) != grammar.words[group]:
             continue
         start = line_begins if line_start else match.start()
-        found.append(Label(grammar.kinds[group], start, match.end(), line_start))
+        opened = masked[max(match.start() - 1, 0) : match.start() + 1].strip(" \t\n").startswith(("*", "_"))
+        end = _CLOSING_MARKUP.match(masked, match.end()).end() if opened else match.end()  # type: ignore[union-attr]
+        found.append(Label(grammar.kinds[group], start, end, line_start))
         if len(found) == limit:
             break
     return found

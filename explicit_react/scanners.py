@@ -235,3 +235,49 @@ def _unquote(text: str) -> str:
             return decoded if isinstance(decoded, str) else text
         return text
     return text[1:] if text.count(quote) == 1 else text
+
+
+_QUOTES = frozenset("\"'")
+
+
+def quoted_spans(line: str) -> list[tuple[int, int]]:
+    """The string literals of one line, as ``(start, end)`` from the opening quote to just past the
+    closing one.
+
+    A quote opens a string only after a character that is not a letter or digit (``"x"``, ``('x'``,
+    ``= "x"``, but not the apostrophe of "Paul's"), and closes it only before one (so "it's" inside
+    'it's fine' does not close it); a backslash escapes the next character. A quote that is never
+    closed opens nothing, and no later quote of its kind does either: so each character is looked at
+    a bounded number of times.
+    """
+    spans = []
+    kinds, position = set(_QUOTES), 0
+    while (start := _next_opening_quote(line, position, kinds)) is not None:
+        end = _closing_quote(line, start)
+        if end is None:
+            kinds.discard(line[start])
+            position = start + 1
+            continue
+        spans.append((start, end + 1))
+        position = end + 1
+    return spans
+
+
+def _next_opening_quote(line: str, position: int, kinds: set[str]) -> int | None:
+    for index in range(position, len(line)):
+        if line[index] in kinds and (index == 0 or not line[index - 1].isalnum()):
+            return index
+    return None
+
+
+def _closing_quote(line: str, start: int) -> int | None:
+    quote, index = line[start], start + 1
+    while index < len(line):
+        char = line[index]
+        if char == "\\":
+            index += 2
+            continue
+        if char == quote and (index + 1 == len(line) or not line[index + 1].isalnum()):
+            return index
+        index += 1
+    return None

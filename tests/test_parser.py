@@ -1014,3 +1014,65 @@ def test_the_shortcut_agrees_with_the_full_reading(
     if quick is not None:
         for tools in ((), ("none", "finish", "lookup")):
             assert quick == _full_or_error(text, tools)
+
+
+@pytest.mark.parametrize(
+    ("action_input", "expected"),
+    [
+        (
+            '{"path": "notes.md", "content": "Observation: the sample turned blue."}',
+            {"path": "notes.md", "content": "Observation: the sample turned blue."},
+        ),
+        ('{"path": "a.md", "content": "Final Answer: 42"}', {"path": "a.md", "content": "Final Answer: 42"}),
+        ("print('Observation: done')", "print('Observation: done')"),
+        ("print('Final Answer: ' + str(x))", "print('Final Answer: ' + str(x))"),
+        ('"Observation: the deck" review', '"Observation: the deck" review'),
+    ],
+)
+def test_a_label_inside_a_string_of_the_input_is_the_inputs_text(action_input: str, expected: object) -> None:
+    # Cut at the label, the JSON was "repaired" to {"content": ""} and an empty file was written.
+    parsed = parse(f"Thought: t\nAction: tool\nAction Input: {action_input}", tools=["tool"])
+    assert parsed == Action("tool", expected, "t", f"Thought: t\nAction: tool\nAction Input: {action_input}")
+
+
+def test_a_label_outside_the_strings_still_cuts_the_continuation() -> None:
+    parsed = parse(
+        'Thought: t Action: search Action Input: "x" Observation: 3 Final Answer: 3', tools=["search"]
+    )
+    assert isinstance(parsed, Action) and parsed.tool_input == "x"
+    # An apostrophe opens no string: the invented Observation after it is still cut.
+    parsed = parse("Thought: t\nAction: search\nAction Input: Paul's age Observation: 40", tools=["search"])
+    assert isinstance(parsed, Action) and parsed.tool_input == "Paul's age"
+
+
+def test_the_word_observation_ends_an_input_only_after_code_or_on_its_own_line() -> None:
+    assert parse("Thought: t\nAction: search\nAction Input: Griffith Park Observation").tool_input == (  # type: ignore[union-attr]
+        "Griffith Park Observation"
+    )
+    assert parse("Thought: t\nAction: search\nAction Input: Griffith Park\nObservation").tool_input == (  # type: ignore[union-attr]
+        "Griffith Park"
+    )
+    assert parse('Thought: t\nAction: search\nAction Input: {"q": "x"} Observation').tool_input == {"q": "x"}  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        ("Thought: t\n*Action:* search\n*Action Input:* weather", Action("search", "weather", "t", "")),
+        ("Thought: t\n__Action:__ search\n__Action Input:__ weather", Action("search", "weather", "t", "")),
+        ("*Final Answer:* 42", FinalAnswer("42", "", "")),
+        ("***Final Answer:*** 42", FinalAnswer("42", "", "")),
+        ("_Final Answer:_ 42", FinalAnswer("42", "", "")),
+        ("Final Answer:\n* one\n* two", FinalAnswer("* one\n* two", "", "")),  # a list, not markup
+        ("Thought: t\nAction: python\nAction Input:*args", Action("python", "*args", "t", "")),
+    ],
+)
+def test_an_emphasised_labels_closing_markup_is_not_in_its_value(
+    reply: str, expected: Action | FinalAnswer
+) -> None:
+    parsed = parse(reply, tools=["search", "python"])
+    assert type(parsed) is type(expected)
+    if isinstance(expected, Action):
+        assert (parsed.tool, parsed.tool_input) == (expected.tool, expected.tool_input)  # type: ignore[union-attr]
+    else:
+        assert parsed.answer == expected.answer  # type: ignore[union-attr]
