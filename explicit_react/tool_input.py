@@ -100,6 +100,11 @@ def too_deep_text(value: Any) -> str:
     return f"(a {type(value).__name__} nested too deeply to show as text)"
 
 
+MAX_REPAIRED_BRACKETS = 64
+"""Broken JSON with more opening brackets than this is not repaired (it is read as text): a tool's
+arguments hold a few, and json_repair's time on many is quadratic, spent before any tool timeout."""
+
+
 def _jsonable(value: Any) -> Any:
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json")
@@ -115,6 +120,8 @@ def _json_object(text: str) -> dict[str, Any] | None:
     try:
         value = json.loads(stripped)
     except ValueError:
+        if stripped.count("{") + stripped.count("[") > MAX_REPAIRED_BRACKETS:
+            return None  # json_repair's time grows with the square of these: 19 KB of '{"' took 9 s
         value = json_repair.loads(stripped)
     return value if isinstance(value, dict) else None
 

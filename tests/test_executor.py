@@ -319,3 +319,18 @@ def test_a_content_and_artifact_tool_keeps_its_artifact(run_async: bool) -> None
         "A chart of Paris's population.",
         {"years": [2020, 2021], "people": [2_100_000, 2_090_000]},
     )
+
+
+def test_broken_json_with_many_brackets_is_not_repaired(monkeypatch: pytest.MonkeyPatch) -> None:
+    import json_repair
+
+    repaired: list[str] = []
+    real_loads = json_repair.loads
+    monkeypatch.setattr(json_repair, "loads", lambda text, *a, **k: repaired.append(text) or real_loads(text))
+    executor = ToolExecutor([subtract])
+    # Few brackets: repaired (a missing closing brace), the tool runs.
+    assert executor.execute("subtract", '{"a": 10, "b": 4').observation == "6"
+    # Many: json_repair's time grows with their square (19 KB of '{"' took 9 s, before any timeout).
+    outcome = executor.execute("subtract", '{"' * 9_500)
+    assert outcome.error == "invalid_input" and outcome.observation.startswith("Error:")
+    assert len(repaired) == 1
