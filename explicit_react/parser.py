@@ -269,7 +269,7 @@ def _first_action(text: str, found: list[Label], labels: Labels, real: frozenset
         value, next_step = text[label.end : value_end], next_steps[index]
         if next_step is not None and next_step.kind == Kind.ACTION and not may_be_call(value):
             continue  # another Action follows and this one has no call syntax: no input
-        tool, call_input, inline_input = tool_and_arguments(value)
+        tool, call_input, inline_input = tool_and_arguments(value, real)
         if next_step is not None and next_step.kind == Kind.INPUT:
             raw_input = text[next_step.end : _value_end(text, found, next_step)]
             written = call_input if call_input is not None else inline_input

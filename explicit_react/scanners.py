@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+from typing import Any
 
 from explicit_react.json_text import JSON_START, json_value
 from explicit_react.types import ToolInput
@@ -130,12 +131,16 @@ def _backticks_at_start(text: str) -> int:
     return run.end() if run else 0
 
 
-def tool_and_arguments(value: str) -> tuple[str, ToolInput | None, ToolInput | None]:
+def tool_and_arguments(
+    value: str, real: frozenset[str] = frozenset()
+) -> tuple[str, ToolInput | None, ToolInput | None]:
     """The tool name on an Action line, the arguments of call or bracket syntax, and an input
-    written after the name (``None`` for each that is not there)."""
+    written after the name (``None`` for each that is not there). ``real``: the lowercase names of
+    the real tools, whose calls may hold expressions (``calculator(2 + 3)``)."""
     value = tool_name(value.strip())
     if value.endswith(")") and (call := CALL.match(value)):
-        return tool_name(call["name"]), call_arguments(call["args"]), None
+        name = tool_name(call["name"])
+        return name, call_arguments(call["args"], expressions=name.lower() in real), None
     if value.endswith("]") and (brackets := BRACKETS.match(value)):
         args = brackets["args"]
         return tool_name(brackets["name"]), read_tool_input(args) if args.strip() else None, None
@@ -161,12 +166,16 @@ def tool_name(name: str) -> str:
     return name[start : max(start, end)]
 
 
-def call_arguments(args: str) -> ToolInput | None:
+def call_arguments(args: str, *, expressions: bool = False) -> ToolInput | None:
     """Arguments of ``tool(query="x")``, ``tool("x")``, ``tool({...})`` or ``tool(6, 7)`` (a list, in
-    order); only literals, never code.
+    order); literals are read as Python literals, never run as code. Arguments with more than
+    ``MAX_CALL_SYNTAX`` characters outside their string literals are the call's inside as written.
 
-    Arguments with more than ``MAX_CALL_SYNTAX`` characters outside their string literals are not
-    read as Python: the call's inside is the tool input, as written.
+    With ``expressions`` (the call names a real tool), an argument that is not a literal is its text
+    (``calculator(2 + 3)``, ``calculator(expression=2*3)``), and arguments that are not all literals or
+    not Python at all (``calculator(1,595 + 663)``, ``search(capital of France)``) are the call's inside
+    as written. Without, those are ``None``: ``print(df.shape)`` is code written where a tool's name
+    belongs, and the model is told so.
     """
     args = args.strip()
     if not args:
@@ -175,20 +184,39 @@ def call_arguments(args: str) -> ToolInput | None:
         return json_value(args)
     if len(args) > MAX_CALL_SYNTAX and len(_STRING_LITERAL.sub("", args)) > MAX_CALL_SYNTAX:
         return args
+    source = f"f({args})"
     try:
-        call = ast.parse(f"f({args})", mode="eval").body
-        if not isinstance(call, ast.Call):
-            return None
-        if call.keywords and not call.args and all(keyword.arg for keyword in call.keywords):
-            return {str(keyword.arg): ast.literal_eval(keyword.value) for keyword in call.keywords}
-        if len(call.args) == 1 and not call.keywords:
-            value = ast.literal_eval(call.args[0])
-            return value if isinstance(value, (str, dict, list)) else str(value)
-        if len(call.args) > 1 and not call.keywords:  # multiply(6, 7): the executor maps them in order
-            return [ast.literal_eval(arg) for arg in call.args]
-    except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
+        call = ast.parse(source, mode="eval").body
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return args if expressions else None
+    if not isinstance(call, ast.Call):  # "f(1) + (2)": the parentheses were not one call's
         return None
+    text = source if expressions else None
+    if call.keywords and not call.args and all(keyword.arg for keyword in call.keywords):
+        values = {str(keyword.arg): _literal_or_text(keyword.value, text) for keyword in call.keywords}
+        return None if _NOT_LITERAL in values.values() else values
+    if len(call.args) == 1 and not call.keywords:
+        value = _literal_or_text(call.args[0], text)
+        if value is _NOT_LITERAL:
+            return None
+        return value if isinstance(value, (str, dict, list)) else str(value)
+    if call.args and not call.keywords:  # multiply(6, 7): the executor maps them in order
+        values = [_literal_or_text(arg, None) for arg in call.args]
+        if _NOT_LITERAL not in values:
+            return values
+        return args if expressions else None
     return None
+
+
+_NOT_LITERAL = object()
+
+
+def _literal_or_text(node: ast.expr, source: str | None) -> Any:
+    """The literal ``node`` holds; else its text in ``source``, or ``_NOT_LITERAL`` without one."""
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return _NOT_LITERAL if source is None else ast.get_source_segment(source, node)
 
 
 def read_tool_input(raw: str) -> ToolInput:

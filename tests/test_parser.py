@@ -1076,3 +1076,26 @@ def test_an_emphasised_labels_closing_markup_is_not_in_its_value(
         assert (parsed.tool, parsed.tool_input) == (expected.tool, expected.tool_input)  # type: ignore[union-attr]
     else:
         assert parsed.answer == expected.answer  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("action", "expected"),
+    [
+        ("calculator(2 + 3)", "2 + 3"),
+        ("calculator(2**10)", "2**10"),
+        ("calculator(expression=2*3)", {"expression": "2*3"}),
+        ("calculator(1,595 + 663)", "1,595 + 663"),  # not Python's tuple: the text as written
+        ("calculator(07)", "07"),
+        ('lookup(query=__import__("os").getcwd())', {"query": '__import__("os").getcwd()'}),  # text, not run
+        ("lookup(capital of France)", "capital of France"),
+    ],
+)
+def test_a_real_tools_call_may_hold_an_expression_as_text(action: str, expected: object) -> None:
+    # "Your reply has an Action but no Action Input line" before: literals only were read.
+    parsed = parse(f"Thought: t\nAction: {action}", tools=["calculator", "lookup"])
+    assert isinstance(parsed, Action) and parsed.tool_input == expected
+
+
+def test_code_on_the_action_line_that_names_no_tool_is_still_refused() -> None:
+    with pytest.raises(ParseError, match="no Action Input line"):
+        parse("Thought: t\nAction: print(df.shape + 1)", tools=["python_repl"])
