@@ -200,3 +200,35 @@ def test_async_calls_run_on_the_event_loop_not_in_a_thread() -> None:
     good, bad = asyncio.run(main())
     assert good == "42"
     assert bad.startswith("Error: the calculator takes numbers, not words")
+
+
+@pytest.mark.parametrize(
+    ("expression", "expected"),
+    [
+        ("sum(1,595, 663)", "2258"),  # 1259 before: 1 + 595 + 663
+        ("max(1,200, 950)", "1200"),  # 950 before
+        ("max(1,595)", "595"),  # bare commas still separate arguments
+        ("max(3,4, 5)", "5"),  # "3,4" is no thousands grouping
+    ],
+)
+def test_thousands_in_a_call_whose_arguments_are_spaced(expression: str, expected: str) -> None:
+    assert calculator.invoke(expression) == expected
+
+
+@pytest.mark.parametrize("expression", ["1e309", "1e308 * 10", "1e309 - 1e309"])
+def test_a_result_that_overflows_to_infinity_is_an_error(expression: str) -> None:
+    assert calculator.invoke(expression).startswith("Error: result too large")  # "inf", "nan" before
+
+
+def test_a_long_flat_sum_is_computed() -> None:
+    assert calculator.invoke("+".join(["1"] * 499)) == "499"
+    assert calculator.invoke("-".join(["1"] * 499)) == "-497"  # left to right
+
+
+def test_a_unit_glued_to_a_number_prints_no_python_warning(capfd: Any) -> None:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        assert calculator.invoke("12in * 3") == "36"
+    assert "SyntaxWarning" not in capfd.readouterr().err

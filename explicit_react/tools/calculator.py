@@ -6,6 +6,7 @@ import ast
 import math
 import operator
 import re
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -71,7 +72,9 @@ def evaluate(expression: str) -> Number:
         raise CalculationError(f"expression too long (over {MAX_EXPRESSION_CHARS} characters)")
     text = _without_thousands_separators(_drop_surplus_closing_parentheses(text))
     try:
-        tree = ast.parse(text, mode="eval")
+        with warnings.catch_warnings():  # "12in * 3": Python warns of an invalid decimal literal on stderr
+            warnings.simplefilter("ignore", SyntaxWarning)
+            tree = ast.parse(text, mode="eval")
     except SyntaxError as exc:
         if (unitless := _without_unit(text)) is not None:
             return _evaluate_unitless(unitless, text)
@@ -188,24 +191,26 @@ def _drop_surplus_closing_parentheses(text: str) -> str:
 
 _COMMA_TOKENS = re.compile(
     r"(?P<call>[A-Za-z_]\w*\s*\()|(?P<open>\()|(?P<close>\))"
-    r"|(?P<grouped>(?<![\w.,])\d{1,3}(?:,\d{3})+(?![\w,]))"
+    r"|(?P<grouped>(?<![\w.,])\d{1,3}(?:,\d{3})+(?!\w|,\d))"
 )
 
 
 def _without_thousands_separators(text: str) -> str:
     """``1,595 + 663`` -> ``1595 + 663``: a number written with thousands separators (three digits
     after each comma), as tool results and models write them, except inside a function call's
-    parentheses, where a comma separates arguments (``max(1,595)`` stays two numbers).
+    parentheses whose arguments are separated by bare commas (``max(1,595)`` stays two numbers).
+    In a call whose arguments are separated by a comma and a space, a comma without one is a
+    thousands separator: ``sum(1,595, 663)`` is 2258 (it was 1259, silently).
 
     Outside a call such a comma could only make a tuple, which the calculator refuses anyway, so no
     valid expression changes meaning.
     """
-    calls: list[bool] = []  # for each open parenthesis: does it belong to a function call?
+    calls: list[bool] = []  # for each open parenthesis: are its bare commas argument separators?
     pieces: list[str] = []
     position = 0
     for match in _COMMA_TOKENS.finditer(text):
         if match["call"] or match["open"]:
-            calls.append(match["call"] is not None)
+            calls.append(match["call"] is not None and not _spaced_arguments(text, match.end()))
         elif match["close"]:
             if calls:
                 calls.pop()
@@ -213,6 +218,22 @@ def _without_thousands_separators(text: str) -> str:
             pieces += [text[position : match.start()], match[0].replace(",", "")]
             position = match.end()
     return "".join(pieces) + text[position:] if pieces else text
+
+
+def _spaced_arguments(text: str, start: int) -> bool:
+    """Whether the call whose arguments start at ``start`` separates them with a comma and a space."""
+    depth = 0
+    for index in range(start, len(text)):
+        char = text[index]
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            if depth == 0:
+                return False
+            depth -= 1
+        elif char == "," and depth == 0 and text[index + 1 : index + 2].isspace():
+            return True
+    return False
 
 
 def format_number(value: Number) -> str:
@@ -253,11 +274,22 @@ class _Evaluator:
         return result
 
     def _visit_BinOp(self, node: ast.BinOp) -> Number:
-        binary = _BINARY_OPERATORS.get(type(node.op))
+        # A chain such as 1 + 2 + ... + 500 nests to the left: it is walked in a loop, since
+        # recursing once per operator ran out of stack at 500 terms.
+        chain = [node]
+        while isinstance(chain[-1].left, ast.BinOp):
+            chain.append(chain[-1].left)
+        value = self.visit(chain[-1].left)
+        for link in reversed(chain):
+            value = _checked(self._apply(link.op, value, self.visit(link.right)))
+        return value
+
+    @staticmethod
+    def _apply(operator: ast.operator, left: Number, right: Number) -> Number:
+        binary = _BINARY_OPERATORS.get(type(operator))
         if binary is None:
-            raise CalculationError(_unsupported(node.op))
-        left, right = self.visit(node.left), self.visit(node.right)
-        if isinstance(node.op, ast.Pow):
+            raise CalculationError(_unsupported(operator))
+        if isinstance(operator, ast.Pow):
             _check_power(left, right)
         result: Number = binary(left, right)
         return result
@@ -298,6 +330,8 @@ def _checked(value: Number) -> Number:
         raise CalculationError("result too large (more than about 1,200 digits)")
     if isinstance(value, complex):  # e.g. (-8) ** 0.5
         raise CalculationError("the result is a complex number; only real arithmetic is supported")
+    if isinstance(value, float) and not math.isfinite(value):  # 1e309, 1e308 * 10, inf - inf
+        raise CalculationError("result too large for a decimal number (it overflowed to infinity)")
     return value
 
 
