@@ -34,3 +34,24 @@ class ModelCallError(RuntimeError):
 
 class PromptWarning(UserWarning):
     """A custom prompt leaves out something the model needs (the tools, the reply format)."""
+
+
+_CALLBACK_DISPATCH = frozenset({"handle_event", "ahandle_event", "_ahandle_event_for_handler"})
+
+
+def raised_by_callback_handler(error: BaseException) -> bool:
+    """Whether ``error`` came out of a LangChain callback handler with ``raise_error=True``.
+
+    Such an error stops the run, as it stops LangChain's own runs (a human-approval handler vetoes
+    a tool call by raising in ``on_tool_start``); it is not a failed tool call for the model to
+    read, nor a failed model call to retry. It is known by LangChain's event dispatch in its
+    traceback."""
+    trace = error.__traceback__
+    while trace is not None:
+        code = trace.tb_frame.f_code
+        if code.co_name in _CALLBACK_DISPATCH and code.co_filename.replace("\\", "/").endswith(
+            "langchain_core/callbacks/manager.py"
+        ):
+            return True
+        trace = trace.tb_next
+    return False

@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from explicit_react import drivers
 from explicit_react.deadline import CallTimedOut, Deadline, DeadlineExceeded
 from explicit_react.drivers import Call, Machine
-from explicit_react.errors import ConfigurationError
+from explicit_react.errors import ConfigurationError, raised_by_callback_handler
 from explicit_react.prompt import ToolSpec
 from explicit_react.redaction import error_message
 from explicit_react.tool_input import UNPARSED, agent_tool_input, as_text, fit_input, too_deep_text
@@ -237,6 +237,8 @@ class ToolExecutor:
                 raise DeadlineExceeded(f"time ran out while tool {t.name!r} was running") from exc
             return self._failure(t, exc, started, limit)
         except Exception as exc:
+            if raised_by_callback_handler(exc):
+                raise
             return self._failure(t, exc, started, limit)
         return self._finish(t, output, started)
 

@@ -23,7 +23,7 @@ from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig, 
 from explicit_react import drivers
 from explicit_react.deadline import CallTimedOut, Deadline, DeadlineExceeded
 from explicit_react.drivers import Call, Machine, Sleep
-from explicit_react.errors import ConfigurationError, ModelCallError
+from explicit_react.errors import ConfigurationError, ModelCallError, raised_by_callback_handler
 from explicit_react.parser import OBSERVATION
 from explicit_react.prompt import Message
 from explicit_react.redaction import error_message
@@ -217,6 +217,8 @@ class ModelAdapter:
                 reply = yield self._request(messages, callbacks, limit)
                 return self._completion(reply, started)
             except Exception as exc:
+                if raised_by_callback_handler(exc):
+                    raise
                 if binding and isinstance(exc, CallTimedOut):
                     raise DeadlineExceeded("time ran out while waiting for the model") from exc
                 delay = self._retry_delay(exc, attempt, deadline)

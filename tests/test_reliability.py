@@ -367,3 +367,57 @@ def test_an_async_only_tool_runs_under_sync_run_inside_a_running_event_loop() ->
     result = asyncio.run(sync_run_inside_a_loop())
     assert result.steps[0].observation == "found Paris"
     assert result.stop_reason is StopReason.SUCCESS
+
+
+class _Veto(BaseCallbackHandler):
+    """A human-approval style handler: ``raise_error`` makes LangChain re-raise what it raises."""
+
+    raise_error = True
+
+    def __init__(self, event: str) -> None:
+        self.event = event
+
+    def on_tool_start(self, *args: Any, **kwargs: Any) -> None:
+        if self.event == "tool":
+            raise PermissionError("the reviewer rejected this tool call")
+
+    def on_chat_model_start(self, *args: Any, **kwargs: Any) -> None:
+        if self.event == "model":
+            raise PermissionError("the reviewer rejected this model call")
+
+
+@pytest.mark.parametrize("event", ["tool", "model"])
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_a_raise_error_handler_stops_the_run_with_its_exception(event: str, asynchronous: bool) -> None:
+    ran: list[str] = []
+
+    @tool
+    def lookup(query: str) -> str:
+        """Look something up."""
+        ran.append(query)
+        return "x"
+
+    model = ScriptedChatModel([action("lookup", "a"), final("done")])
+    agent = ExplicitReActAgent(model, [lookup], max_retries=2)
+    config = {"callbacks": [_Veto(event)]}
+    with pytest.raises(PermissionError, match="rejected"):  # a tool_error step or llm_error before
+        if asynchronous:
+            asyncio.run(agent.arun("q", config=config))
+        else:
+            agent.run("q", config=config)
+    assert ran == []
+    assert len(model.calls) == (0 if event == "model" else 1)  # no retry of a vetoed model call
+
+
+def test_a_raise_error_handler_stops_the_compat_executor_as_it_stops_the_classic() -> None:
+    from langchain_classic.agents import AgentExecutor as ClassicExecutor
+    from langchain_classic.agents import create_react_agent as classic_create
+
+    from tests.test_compat_classic_api import PROMPT
+
+    for executor_class, create in ((AgentExecutor, create_react_agent), (ClassicExecutor, classic_create)):
+        model = ScriptedChatModel(["Thought: t\nAction: search\nAction Input: x", "Final Answer: done"])
+        agent = create(model, [search], PROMPT)
+        executor = executor_class(agent=agent, tools=[search])
+        with pytest.raises(PermissionError, match="rejected this tool call"):
+            executor.invoke({"input": "q"}, config={"callbacks": [_Veto("tool")]})
