@@ -229,7 +229,7 @@ class ReActLoop:
         if not isinstance(turn.decision, Action):
             feedback = turn.feedback or "Your reply could not be read."
             error = feedback if feedback.startswith("Error") else f"Error: {feedback}"
-            return Acted(ToolOutcome(error, error="parse_error"))
+            return Acted(ToolOutcome(error, error="parse_error"), stop=run.guard.check_unreadable(turn.text))
         action = turn.decision
         tool = self.executor.resolve(action.tool)
         if tool is None:
@@ -332,7 +332,7 @@ class ReActLoop:
             StopReason.MAX_TOOL_CALLS: f"the model asked for more than max_tool_calls={b.max_tool_calls} tool calls",
             StopReason.MAX_SECONDS: f"the run used its max_seconds={b.max_seconds} before an answer",
             StopReason.MAX_TOKENS: f"the model used more than max_tokens={b.max_tokens} tokens",
-            StopReason.LOOP_DETECTED: "the model kept repeating a call it had already made",
+            StopReason.LOOP_DETECTED: "the model kept repeating a call it had already made, or a reply that could not be read",
             StopReason.TOOL_DENIED: "the model kept asking for a tool that is not allowed",
         }.get(stop, str(stop))
 

@@ -445,3 +445,19 @@ def test_a_denied_tool_gets_the_answer_a_made_up_tool_gets(asked: str) -> None:
     assert denied == made_up.replace(repr(asked + "x"), repr(asked))
     assert "refund" not in denied.replace(repr(asked), "").lower()
     assert "search" in denied
+
+
+@pytest.mark.parametrize("reply", ["I am not sure what to do here.", "Thought: t\nFinal Answer:"])
+def test_the_same_unreadable_reply_a_third_time_is_a_loop(reply: str) -> None:
+    # With max_iterations=None nothing else ended it: the model was asked until its script ran out.
+    model = ScriptedChatModel([reply] * 3 + ["Final Answer: 42"])
+    result = ExplicitReActAgent(model, [], max_iterations=None).run("q")
+    assert result.stop_reason is StopReason.LOOP_DETECTED
+    assert [step.error for step in result.steps] == ["parse_error"] * 3
+    assert result.answer == "42"  # the answer asked for at the limit
+
+
+def test_different_unreadable_replies_are_not_a_loop() -> None:
+    model = ScriptedChatModel(["no format one", "no format two", "no format three", "Final Answer: 42"])
+    result = ExplicitReActAgent(model, [], max_iterations=None).run("q")
+    assert result.stop_reason is StopReason.SUCCESS and len(result.steps) == 3
