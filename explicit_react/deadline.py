@@ -105,7 +105,7 @@ def call_with_timeout(fn: Callable[[], T], timeout: float | None) -> T:
 
     given_up = _start_daemon(fn, done)
     try:
-        in_time = finished.wait(max(timeout, 0.0))
+        in_time = finished.wait(min(max(timeout, 0.0), threading.TIMEOUT_MAX))  # 1e10 s overflows the wait
     except BaseException:  # Ctrl-C while waiting: the call is given up too
         given_up.set()
         raise

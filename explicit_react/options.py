@@ -7,6 +7,7 @@ construction instead of turning every tool call into an error later.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any, TypeVar
 
@@ -20,9 +21,9 @@ def _got(value: Any) -> str:
 
 
 def seconds(name: str, value: Any) -> float | None:
-    """A duration in seconds greater than 0, or ``None`` for no limit (``0`` and ``-1`` are refused:
-    they do not mean "no limit" here)."""
-    if value is None:
+    """A duration in seconds greater than 0, or ``None`` for no limit; infinity means no limit too
+    (``0`` and ``-1`` are refused: they do not mean "no limit" here)."""
+    if value is None or (isinstance(value, float) and value == math.inf):
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
         raise ConfigurationError(
@@ -45,8 +46,13 @@ def count(name: str, value: Any, *, minimum: int, none_means: str | None = None)
 
 def number(name: str, value: Any, *, minimum: float) -> float:
     """A number of at least ``minimum``."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < minimum:
-        raise ConfigurationError(f"{name} must be a number of at least {minimum}; {_got(value)}")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value < minimum
+    ):
+        raise ConfigurationError(f"{name} must be a finite number of at least {minimum}; {_got(value)}")
     return float(value)
 
 

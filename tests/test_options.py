@@ -28,7 +28,9 @@ from tests.helpers import action, final, search, subtract
         ({"max_tool_calls": -1}, "max_tool_calls must be a whole number of at least 0, or None"),
         ({"max_tokens": "many"}, "max_tokens must be a whole number"),
         ({"max_retries": -1}, "max_retries must be a whole number of at least 0"),
-        ({"retry_backoff": -1}, "retry_backoff must be a number of at least 0"),
+        ({"retry_backoff": -1}, "retry_backoff must be a finite number of at least 0"),
+        ({"retry_backoff": float("nan")}, "retry_backoff must be a finite number"),  # raised at the first retry
+        ({"retry_backoff": float("inf")}, "retry_backoff must be a finite number"),
         ({"max_observation_chars": 0}, "max_observation_chars must be a whole number of at least 1"),
         ({"keep_recent_steps": -2}, "keep_recent_steps must be a whole number of at least 0, or None"),
         ({"on_limit": "ask"}, "on_limit must be one of 'generate', 'force'"),
@@ -80,3 +82,22 @@ def test_max_iterations_none_means_no_limit() -> None:
 def test_any_collection_of_tools_is_accepted() -> None:
     agent = ExplicitReActAgent(ScriptedChatModel([]), {"s": search, "t": subtract}.values())
     assert [t.name for t in agent.tools] == ["search", "subtract"]
+
+
+@pytest.mark.parametrize("option", ["tool_timeout", "llm_timeout", "max_seconds"])
+@pytest.mark.parametrize("value", [float("inf"), 1e10, 10**30])
+def test_an_infinite_or_huge_time_limit_works_as_no_limit(option: str, value: float) -> None:
+    # threading's wait overflowed: every sync call that did not return at once failed (OverflowError).
+    import time
+
+    from langchain_core.tools import tool
+
+    @tool
+    def slow(query: str) -> str:
+        """Answer after a moment."""
+        time.sleep(0.05)
+        return "slow result"
+
+    model = ScriptedChatModel([action("slow", "x"), final("done")])
+    result = ExplicitReActAgent(model, [slow], **{option: value}).run("q")
+    assert result.stop_reason is StopReason.SUCCESS and result.steps[0].observation == "slow result"
