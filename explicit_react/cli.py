@@ -290,10 +290,12 @@ class LiveTrace:
 
     def on_action(self, action: Any, turn: int, max_turns: int | None) -> None:
         """Print the action as its tool starts; on a terminal, spin until the tool is done."""
+        from explicit_react.display import escape
+
         self.stop_spinner()
         self.printer.on_action(action, turn, max_turns)
         if self.console.is_terminal:
-            self._status = self.console.status(f"Running {action.tool}...", spinner="dots")
+            self._status = self.console.status(f"Running {escape(action.tool)}...", spinner="dots")
             self._status.start()
 
     def on_step(self, step: Any, turn: int, max_turns: int | None) -> None:
@@ -326,11 +328,13 @@ def _run(agent: ExplicitReActAgent, question: str, context: str) -> AgentResult:
 
 
 def _print_result(result: AgentResult, as_json: bool, indent: int | None = 2) -> None:
+    from explicit_react.scratchpad import printable
+
     if as_json:  # ASCII escapes where stdout cannot encode the text (PYTHONIOENCODING=ascii)
         ascii_only = (sys.stdout.encoding or "").lower().replace("-", "") not in ("utf8", "utf16", "utf32")
         print(json.dumps(result.to_dict(), ensure_ascii=ascii_only, indent=indent))
-    else:
-        print(result.answer)
+    else:  # on a terminal, control characters from a web page or a file are shown, not obeyed
+        print(printable(result.answer) if sys.stdout.isatty() else result.answer)
     sys.stdout.flush()
 
 
@@ -344,8 +348,12 @@ def ask(agent: ExplicitReActAgent, question: str, args: argparse.Namespace) -> i
 
 def _say_why_it_stopped(result: AgentResult, args: argparse.Namespace) -> None:
     """Without the trace (which says it), a run that stopped short says why on stderr."""
+    from explicit_react.scratchpad import printable
+
     if not result.success and not args.verbose:
-        print(f"{PROG}: stopped ({result.stop_reason.value}): {result.error or ''}", file=sys.stderr)
+        print(
+            f"{PROG}: stopped ({result.stop_reason.value}): {printable(result.error or '')}", file=sys.stderr
+        )
 
 
 def chat(agent: ExplicitReActAgent, args: argparse.Namespace) -> int:

@@ -8,10 +8,15 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
+from rich.markup import escape as escape_markup
 
-from explicit_react.scratchpad import format_tool_input, truncate_middle
+from explicit_react.scratchpad import format_tool_input, printable, truncate_middle
 from explicit_react.types import Action, AgentResult, Step
+
+
+def escape(text: str) -> str:
+    """``text`` for ``Console.print``: printable, and its rich markup (``[bold]``) shown as written."""
+    return escape_markup(printable(text))
 
 
 class TracePrinter:

@@ -9,6 +9,7 @@ tool-free call at a limit what the tools returned instead, within the same limit
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -146,3 +147,21 @@ def _cut(text: str, chars: int) -> str:
     """``text`` on one line, cut to about ``chars`` characters."""
     text = " ".join(text.split())
     return text if len(text) <= chars else text[:chars].rstrip() + "..."
+
+
+# C0 controls but tab and newline, DEL, C1 controls, and the bidirectional overrides and isolates.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """``text`` with its control characters written as visible codes (``\\x1b``), for a terminal.
+
+    A web page or a file can hold escape sequences that clear the screen, set the window title,
+    hide a link's real address or make text invisible; printed as they are, a tool's output could
+    rewrite what the user sees. Tabs and newlines stay."""
+    return _CONTROL.sub(_code, text)
+
+
+def _code(match: re.Match[str]) -> str:
+    number = ord(match[0])
+    return f"\\x{number:02x}" if number < 0x100 else f"\\u{number:04x}"

@@ -572,3 +572,48 @@ def test_search_queries_have_a_length_cap() -> None:
 def test_a_search_backend_returning_junk_is_an_error_observation(junk: Any) -> None:
     observation = WebSearchTool(backend=lambda query, k: junk, retries=0).invoke("q")
     assert observation.startswith("Error: web search failed: the search backend returned")
+
+
+def test_control_characters_from_a_tool_are_shown_not_obeyed_by_the_terminal(tmp_path: Path) -> None:
+    import io
+
+    from langchain_core.tools import tool
+    from rich.console import Console
+
+    from explicit_react import ExplicitReActAgent
+    from explicit_react.display import TracePrinter
+    from explicit_react.testing import ScriptedChatModel
+    from tests.helpers import action, final
+
+    page = "Welcome\x1b[2J\x1b]0;pwned\x07 \x1b]8;;https://evil.example\x1b\\bank\x1b]8;;\x1b\\ \x9b31m\r\u202eok"
+
+    @tool
+    def browse(url: str) -> str:
+        """Fetch a page."""
+        return page
+
+    buffer = io.StringIO()
+    printer = TracePrinter(Console(file=buffer, width=200, force_terminal=True, color_system=None))
+    model = ScriptedChatModel([action("browse", "x"), final("Done\x1b[8m hidden")])
+    ExplicitReActAgent(model, [browse], listeners=[printer]).run("q")
+    shown = buffer.getvalue()
+    for raw in ("\x1b[2J", "\x1b]0;", "\x1b]8;;", "\x9b", "\r", "\u202e", "\x1b[8m"):
+        assert raw not in shown
+    assert "Welcome\\x1b[2J\\x1b]0;pwned\\x07" in shown and "\\u202eok" in shown and "Done\\x1b[8m hidden" in shown
+
+
+def test_the_command_prints_an_answers_control_characters_visibly_on_a_terminal(
+    monkeypatch: Any, capsys: Any
+) -> None:
+    import sys
+
+    from explicit_react import cli
+    from explicit_react.types import AgentResult, StopReason
+
+    result = AgentResult(answer="42\x1b[2J", stop_reason=StopReason.SUCCESS, steps=[])
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    cli._print_result(result, as_json=False)
+    assert capsys.readouterr().out == "42\\x1b[2J\n"
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: False)  # piped: the answer as it is
+    cli._print_result(result, as_json=False)
+    assert capsys.readouterr().out == "42\x1b[2J\n"
