@@ -7,6 +7,7 @@ result's ``error``, since an HTTP client's error often repeats the request (``..
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Mapping
@@ -20,12 +21,17 @@ _MIN_CHARS = 8  # shorter values are too likely to be ordinary words or numbers
 def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
     """Values (8 characters or longer) of the environment variables whose names look secret, and
     the same values with surrounding white space removed (a client given a key from a file with
-    CRLF line ends sends it stripped); the longest first."""
+    CRLF line ends sends it stripped) and escaped as in a JSON string; the longest first."""
     env = os.environ if environ is None else environ
-    values = {
-        form for name, value in env.items() if _SECRET_NAME.search(name) for form in (value, value.strip())
-    }
+    values = {form for name, value in env.items() if _SECRET_NAME.search(name) for form in _forms(value)}
     return sorted((v for v in values if len(v) >= _MIN_CHARS), key=len, reverse=True)
+
+
+def _forms(value: str) -> set[str]:
+    """The ways a value can appear in text: as it is, stripped, and escaped inside a JSON string (a
+    tool's dict shown as JSON writes a password's quote or backslash as \\" or \\\\)."""
+    forms = {value, value.strip()}
+    return forms | {json.dumps(form, ensure_ascii=ascii)[1:-1] for form in forms for ascii in (False, True)}
 
 
 def redact(value: Any, secrets: list[str] | None = None) -> Any:

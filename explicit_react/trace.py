@@ -17,6 +17,11 @@ _CUT = re.compile(r"\n\[\.\.\. \d+ characters cut \.\.\.\]\n")
 """Where ``scratchpad.truncate_middle`` cut an observation."""
 
 
+_LINE_BREAKS = str.maketrans({"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"})
+"""Characters ``str.splitlines`` breaks a line at, which JSON leaves as they are: escaped, so each
+record is one line however it is read."""
+
+
 class JsonlTrace:
     """A run listener that appends JSON lines to ``path``, flushed after each one so a crash loses nothing.
 
@@ -30,14 +35,16 @@ class JsonlTrace:
         self.path.open(
             "a", encoding="utf-8"
         ).close()  # a path that cannot be written fails here, before the run
-        self._secrets = secret_values()
 
     def _write(self, record: dict[str, Any]) -> None:
-        record = redact(record, self._secrets)
+        secrets = secret_values()  # read now: a key set after the agent was built (load_dotenv) counts
+        record = redact(record, secrets)
         if isinstance(record.get("observation"), str):
-            record["observation"] = redact_cut(record["observation"], self._secrets, _CUT)
-        with self.path.open("a", encoding="utf-8") as f:
-            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+            record["observation"] = redact_cut(record["observation"], secrets, _CUT)
+        line = json.dumps(record, ensure_ascii=False).translate(_LINE_BREAKS)
+        # A lone surrogate (a file read with surrogateescape) is written as its \\udcXX escape.
+        with self.path.open("a", encoding="utf-8", errors="backslashreplace") as f:
+            f.write(line + "\n")
             f.flush()
 
     def on_step(self, step: Step, turn: int, max_turns: int | None) -> None:

@@ -15,7 +15,7 @@ from explicit_react.errors import ModelCallError
 from explicit_react.redaction import redact, secret_values
 from explicit_react.testing import ScriptedChatModel
 from explicit_react.tools.python import sandbox_environment
-from tests.helpers import action, final
+from tests.helpers import action, final, search
 
 KEY = "sk-canary-1234567890abcdef"
 
@@ -113,3 +113,45 @@ def test_redaction_covers_dict_keys_and_tuples() -> None:
 def test_the_sandbox_drops_credential_names_from_extra_env() -> None:
     extra = {"GOOGLE_APPLICATION_CREDENTIALS": "/x.json", "HF_AUTH": "t", "MY_PASSWD": "p", "REGION": "eu"}
     assert set(sandbox_environment("/home", extra)) & set(extra) == {"REGION"}
+
+
+def test_a_password_escaped_in_a_json_observation_is_redacted(tmp_path: Path, monkeypatch: Any) -> None:
+    password = 'hunter2"pass\\word'
+    monkeypatch.setenv("DB_PASSWORD", password)
+
+    @tool
+    def settings(name: str) -> dict:
+        """The service's settings (a dict: shown to the model as JSON)."""
+        return {"user": "app", "password": password}
+
+    path = tmp_path / "trace.jsonl"
+    model = ScriptedChatModel([action("settings", "db"), final("ok")])
+    result = ExplicitReActAgent(model, [settings], trace_path=path).run("q")
+    assert 'hunter2\\"pass\\\\word' in result.steps[0].observation  # what the model read
+    written = path.read_text()
+    assert "hunter2" not in written and "[redacted]" in written
+
+
+def test_a_key_set_after_the_agent_was_built_is_redacted(tmp_path: Path, monkeypatch: Any) -> None:
+    path = tmp_path / "trace.jsonl"
+    model = ScriptedChatModel([action("search", "x"), final(f"the key is {KEY}")])
+    agent = ExplicitReActAgent(model, [search], trace_path=path)
+    monkeypatch.setenv("LATE_API_KEY", KEY)  # load_dotenv() after construction
+    agent.run("q")
+    assert KEY not in path.read_text()
+
+
+def test_every_trace_record_is_one_line_of_json_whatever_the_text(tmp_path: Path) -> None:
+    @tool
+    def read(name: str) -> str:
+        """A Latin-1 file read with surrogateescape, and text with Unicode line breaks."""
+        return "Caf\udce9 au lait\u2028second\u2029third\x85fourth"
+
+    path = tmp_path / "trace.jsonl"
+    model = ScriptedChatModel([action("read", "menu.txt"), final("done \udcff")])
+    result = ExplicitReActAgent(model, [read], trace_path=path).run("q")  # UnicodeEncodeError before
+    assert result.answer == "done \udcff"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    records = [json.loads(line) for line in lines]
+    assert [r["event"] for r in records] == ["step", "result"]
+    assert records[0]["observation"] == "Caf\udce9 au lait\u2028second\u2029third\x85fourth"
