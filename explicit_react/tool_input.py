@@ -85,14 +85,18 @@ def as_text(value: Any) -> str:
         return value
     try:
         return json.dumps(value, ensure_ascii=False, default=_jsonable)
-    except (TypeError, ValueError):
-        pass
     except RecursionError:  # str() would recurse as deep
         return too_deep_text(value)
+    except Exception:  # not JSON, or something in it whose str() fails: str() alone may still work
+        pass
     try:
         return str(value)
     except RecursionError:
         return too_deep_text(value)
+    except Exception as exc:  # an object whose __str__ raises
+        return (
+            f"(a {type(value).__name__} that cannot be shown as text: its str() raised {type(exc).__name__})"
+        )
 
 
 def too_deep_text(value: Any) -> str:

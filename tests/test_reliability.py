@@ -421,3 +421,21 @@ def test_a_raise_error_handler_stops_the_compat_executor_as_it_stops_the_classic
         executor = executor_class(agent=agent, tools=[search])
         with pytest.raises(PermissionError, match="rejected this tool call"):
             executor.invoke({"input": "q"}, config={"callbacks": [_Veto("tool")]})
+
+
+def test_a_tool_output_whose_text_cannot_be_read_is_an_observation(tmp_path: Any) -> None:
+    class Opaque:
+        def __str__(self) -> str:
+            raise RuntimeError("no text")
+
+        __repr__ = __str__
+
+    @tool
+    def fetch(query: str) -> Any:
+        """Fetch an object."""
+        return Opaque()
+
+    model = ScriptedChatModel([action("fetch", "x"), final("no")])
+    result = ExplicitReActAgent(model, [fetch], trace_path=tmp_path / "t.jsonl").run("q")  # raised before
+    assert result.stop_reason is StopReason.SUCCESS
+    assert result.steps[0].observation == "(a Opaque that cannot be shown as text: its str() raised RuntimeError)"
