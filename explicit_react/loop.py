@@ -27,7 +27,7 @@ from explicit_react.errors import ModelCallError
 from explicit_react.executor import ToolExecutor, ToolOutcome
 from explicit_react.llm import Completion, ModelAdapter
 from explicit_react.parser import plain_text
-from explicit_react.policy import SOURCED_NUMBERS, Budget, RunGuard
+from explicit_react.policy import SOURCED_NUMBERS, Budget, RunGuard, sourced_numbers
 from explicit_react.prompt import Message, ToolSpec
 from explicit_react.scratchpad import ScratchpadLimits, truncate_middle
 from explicit_react.tool_input import agent_tool_input
@@ -81,11 +81,27 @@ class RunState:
     answer_check: AnswerCheck | None = None
     """Reviews each Final Answer before it ends the run (``check_answer=True``), or ``None``."""
 
+    _known: set[float] = field(default_factory=set)
+    _read: int = -1
+    """How many steps ``_known`` holds the numbers of; -1 before the question and context are read."""
+
     def sources(self) -> str:
         """What the run has been told: the question, the context, and each tool result that worked."""
         return "\n".join(
             [self.question, self.context, *(s.observation for s in self.steps if s.error is None)]
         )
+
+    def known_numbers(self) -> set[float]:
+        """The numbers ``sources()`` states (``policy.sourced_numbers``), each text read once: read
+        whole at each calculator call, a run of 400 steps took 34 s, 1 MB of context 0.2 s a call."""
+        if self._read < 0:
+            self._known |= sourced_numbers(f"{self.question}\n{self.context}")
+            self._read = 0
+        for step in self.steps[self._read :]:
+            if step.error is None:
+                self._known |= sourced_numbers(step.observation)
+        self._read = len(self.steps)
+        return self._known
 
     def count(self, usage: TokenUsage) -> None:
         self.usage += usage
@@ -242,7 +258,7 @@ class ReActLoop:
                 verdict, observation=self.executor.unknown_tool_observation(action.tool)
             )
         if verdict.run and in_run and (self.executor.tools[tool].metadata or {}).get(SOURCED_NUMBERS):
-            verdict = run.guard.check_sources(tool, action.tool_input, run.sources()) or verdict
+            verdict = run.guard.check_sources(tool, action.tool_input, run.known_numbers()) or verdict
         if verdict.run:
             return None
         if not verdict.observation:  # over the tool-call budget: nothing to observe, the run ends

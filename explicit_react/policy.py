@@ -95,9 +95,10 @@ def sourced_numbers(sources: str) -> set[float]:
     return found | {form for n in found for form in (n / 100, 1 - n / 100, 1 + n / 100)}
 
 
-def unsourced_numbers(tool_input: ToolInput, sources: str) -> list[str]:
+def unsourced_numbers(tool_input: ToolInput, sources: str | set[float]) -> list[str]:
     """The numbers in ``tool_input`` that ``sources`` does not state (see ``sourced_numbers``) and
-    that are not in ``COMMON_NUMBERS``, each once, as written."""
+    that are not in ``COMMON_NUMBERS``, each once, as written. ``sources``: the text, or the numbers
+    ``sourced_numbers`` found in it (a run keeps them, so each observation is read once)."""
     if isinstance(tool_input, str):
         text = tool_input
     else:
@@ -105,8 +106,10 @@ def unsourced_numbers(tool_input: ToolInput, sources: str) -> list[str]:
     wanted = [(written, n) for written, n in written_numbers(text) if n not in COMMON_NUMBERS]
     if not wanted:  # nothing to look for: the sources need not be read
         return []
-    known = sourced_numbers(sources)
-    missing = (w for w, n in wanted if not any(math.isclose(n, k, rel_tol=1e-9) for k in known))
+    known = sourced_numbers(sources) if isinstance(sources, str) else sources
+    missing = (
+        w for w, n in wanted if n not in known and not any(math.isclose(n, k, rel_tol=1e-9) for k in known)
+    )
     return list(dict.fromkeys(missing))
 
 
@@ -219,7 +222,7 @@ class RunGuard:
         self._seen.setdefault(self._signature(tool, tool_input), (step_number, _kept(observation)))
         return Verdict(run=False, observation=observation, error="unknown_tool")
 
-    def check_sources(self, tool: str, tool_input: ToolInput, sources: str) -> Verdict | None:
+    def check_sources(self, tool: str, tool_input: ToolInput, sources: str | set[float]) -> Verdict | None:
         """A refusal when ``tool_input`` holds numbers that ``sources`` (the question, the context and
         the successful tool results so far) does not state, the first time this call is made; else
         ``None``. Sent again unchanged, the call runs: the model may know a value the sources lack."""

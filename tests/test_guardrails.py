@@ -461,3 +461,24 @@ def test_different_unreadable_replies_are_not_a_loop() -> None:
     model = ScriptedChatModel(["no format one", "no format two", "no format three", "Final Answer: 42"])
     result = ExplicitReActAgent(model, [], max_iterations=None).run("q")
     assert result.stop_reason is StopReason.SUCCESS and len(result.steps) == 3
+
+
+def test_each_text_is_read_once_for_the_numbers_a_call_may_use(monkeypatch: pytest.MonkeyPatch) -> None:
+    from explicit_react import loop, policy
+    from explicit_react.tools import calculator
+
+    read: list[str] = []
+    real = policy.sourced_numbers
+
+    def counting(text: str) -> set[float]:
+        read.append(text)
+        return real(text)
+
+    monkeypatch.setattr(policy, "sourced_numbers", counting)
+    monkeypatch.setattr(loop, "sourced_numbers", counting, raising=False)
+    replies = [action("calculator", f"{n} + 1") for n in range(1, 21)] + [final("21")]
+    result = ExplicitReActAgent(ScriptedChatModel(replies), [calculator], max_iterations=30).run("Start at 1.")
+    assert [s.observation for s in result.steps] == [str(n + 1) for n in range(1, 21)]  # each sourced
+    # The question once, then each observation once; before, all of them again at every call.
+    told = len("Start at 1.\n") + sum(len(step.observation) for step in result.steps)
+    assert sum(map(len, read)) <= told
