@@ -377,14 +377,15 @@ def test_the_minimal_loop() -> None:
 
 
 def test_bm25_alone_missed_facts_that_the_ranking_now_finds(capsys: pytest.CaptureFixture[str]) -> None:
-    """bench/eval/retrieval.py on seed 1: BM25 alone (the ranking before) misses planned facts, the
-    package's ranking misses none."""
+    """bench/eval/retrieval.py on seed 10: BM25 alone (the ranking before) misses planned facts, the
+    package's ranking misses none. (Seed 1's three misses went with the tokenizer that reads "9,380"
+    as one number.)"""
     import retrieval
 
-    assert retrieval.main(["--seeds", str(SEED)]) == 0
+    assert retrieval.main(["--seeds", "10"]) == 0
     total = capsys.readouterr().out.splitlines()[-1]
-    searches = sum(1 for q in world().questions for c in q.plan if c.facts)
-    assert total == f"| **all** | {searches} | 3 | 0 |"
+    searches = sum(1 for q in world(10).questions for c in q.plan if c.facts)
+    assert total == f"| **all** | {searches} | 2 | 0 |"
 
 
 def test_the_answer_check_does_not_slow_the_ideal_model(tmp_path: Path) -> None:

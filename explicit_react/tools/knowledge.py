@@ -220,7 +220,7 @@ class KnowledgeBaseTool(BaseTool):
         A passage holding more of the query's distinct words ranks first; BM25 orders passages that
         hold as many. BM25 alone favours short passages: "Sistguck Z5 weight" ranked the Z5's
         colour and warranty sentences and another product's weight above the one sentence holding
-        all three words (``bench/eval/retrieval.py --seeds 1-10``: 7 of 4,583 planned searches over ten
+        all three words (``bench/eval/retrieval.py --seeds 1-10``: 4 of 4,583 planned searches over ten
         generated worlds missed their fact with BM25 alone, none with this order).
 
         The results cover the query: a query word that some passage holds but none of the top ``k``
