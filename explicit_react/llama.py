@@ -23,7 +23,6 @@ Importing this module imports llama_cpp; ``explicit_react.models`` imports it on
 from __future__ import annotations
 
 import ctypes
-import json
 import logging
 import sys
 import threading
@@ -36,7 +35,7 @@ from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.messages.ai import UsageMetadata
-from langchain_core.messages.tool import InvalidToolCall, ToolCall, tool_call_chunk
+from langchain_core.messages.tool import InvalidToolCall, ToolCall
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
@@ -101,7 +100,8 @@ class ChatLlama(BaseChatModel):
     grammar: Any = None
     """A ``llama_cpp.LlamaGrammar`` every reply is held to, or ``None``."""
     streaming: bool = False
-    """``invoke`` streams internally when True (``stream()`` always streams)."""
+    """``invoke`` streams internally when True (LangChain joins ``_stream``'s chunks); ``stream()``
+    always streams."""
     verbose: bool = False
     """Print llama.cpp's own log lines on stderr."""
     prompt_state_dir: str | None = None
@@ -151,7 +151,9 @@ class ChatLlama(BaseChatModel):
         when it renders tools (Qwen2.5), else written into the system message in the same format.
         """
         specs = [convert_to_openai_tool(t) for t in tools]
-        ToolRequest.pop({"tools": specs, "tool_choice": tool_choice})  # an unknown tool_choice raises here
+        request = ToolRequest.pop({"tools": specs, "tool_choice": tool_choice})  # a bad tool_choice raises
+        if request is not None and self.grammar is None:
+            compiled_grammar(request.grammar())  # a schema llama.cpp cannot follow raises here, not in a run
         return self.bind(tools=specs, tool_choice=tool_choice, **kwargs)
 
     def _request(
@@ -235,6 +237,13 @@ class ChatLlama(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
+        kwargs.pop("stream", None)  # LangChain's switch between _generate and _stream, not llama.cpp's
+        return ChatResult(generations=[ChatGeneration(message=self._reply(messages, stop, kwargs))])
+
+    def _reply(
+        self, messages: list[BaseMessage], stop: list[str] | None, kwargs: dict[str, Any]
+    ) -> AIMessage:
+        """One llama.cpp call, the whole reply: a continuation, tool calls, or an answer."""
         tools = ToolRequest.pop(kwargs)
         prompt = self._continuation(messages) if tools is None else None
         if prompt is not None:
@@ -243,15 +252,11 @@ class ChatLlama(BaseChatModel):
             with self._lock:
                 response = self.client.create_completion(prompt=self._tokens(prompt), **request)
             choice = response["choices"][0]
-            message = AIMessage(
+            return AIMessage(
                 content=choice.get("text") or "",
                 usage_metadata=_usage(response.get("usage") or {}, cached=getattr(self.client, "reused", 0)),
                 response_metadata={"finish_reason": choice.get("finish_reason"), "continued": True},
             )
-            return ChatResult(generations=[ChatGeneration(message=message)])
-        if self.streaming and tools is None:
-            text = "".join(chunk.text for chunk in self._stream(messages, stop, run_manager, **kwargs))
-            return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
         with self._lock:
             response = self.client.create_chat_completion(**self._request(messages, stop, tools, **kwargs))
         choice = response["choices"][0]
@@ -260,14 +265,13 @@ class ChatLlama(BaseChatModel):
         invalid: list[InvalidToolCall] = []
         if tools is not None:
             text, calls, invalid = read_reply(text)
-        message = AIMessage(
+        return AIMessage(
             content=text,
             tool_calls=calls,
             invalid_tool_calls=invalid,
             usage_metadata=_usage(response.get("usage") or {}, cached=getattr(self.client, "reused", 0)),
             response_metadata={"finish_reason": choice.get("finish_reason")},
         )
-        return ChatResult(generations=[ChatGeneration(message=message)])
 
     def _stream(
         self,
@@ -276,33 +280,52 @@ class ChatLlama(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
+        """The reply's text as llama.cpp writes it, then a last chunk with the usage and finish reason
+        (the one chunk of an empty reply): joined, the chunks are the message ``invoke`` returns."""
+        kwargs.pop("stream", None)  # stream(..., stream=True): LangChain's switch, set here anyway
         if ToolRequest.pop(dict(kwargs)) is not None:  # a call is read from the whole reply: one chunk
-            reply = self._generate(messages, stop, run_manager, **kwargs).generations[0].message
-            assert isinstance(reply, AIMessage)
-            yield ChatGenerationChunk(message=_as_chunk(reply))
+            yield ChatGenerationChunk(message=_as_chunk(self._reply(messages, stop, kwargs)))
             return
-        tools = ToolRequest.pop(kwargs)  # tool_choice="none": no tools
+        ToolRequest.pop(kwargs)  # tool_choice="none": no tools
+        prompt = self._continuation(messages)
+        request = self._request(messages, stop, None, stream=True, **kwargs)
+        finish = None
         with self._lock:
-            for part in self.client.create_chat_completion(
-                **self._request(messages, stop, tools, stream=True, **kwargs)
-            ):
-                text = part["choices"][0]["delta"].get("content") or ""
-                if not text:
-                    continue
-                chunk = ChatGenerationChunk(message=AIMessageChunk(content=text))
-                if run_manager:
-                    run_manager.on_llm_new_token(text, chunk=chunk)
-                yield chunk
+            for text, finish_reason in self._pieces(prompt, request):
+                finish = finish_reason or finish
+                if text:
+                    chunk = ChatGenerationChunk(message=AIMessageChunk(content=text))
+                    if run_manager:
+                        run_manager.on_llm_new_token(text, chunk=chunk)
+                    yield chunk
+            usage = self.client.usage() if isinstance(self.client, AlignedLlama) else {}
+        metadata = {"finish_reason": finish, **({"continued": True} if prompt is not None else {})}
+        last = AIMessageChunk(
+            content="",
+            usage_metadata=_usage(usage, cached=getattr(self.client, "reused", 0)),
+            response_metadata=metadata,
+        )
+        yield ChatGenerationChunk(message=last)
+
+    def _pieces(self, prompt: str | None, request: dict[str, Any]) -> Iterator[tuple[str, str | None]]:
+        """The streamed reply as (text, finish reason) pairs: a chat reply, or with ``prompt`` (from
+        ``_continuation``) the continuation of the last message."""
+        if prompt is None:
+            for part in self.client.create_chat_completion(**request):
+                choice = part["choices"][0]
+                yield choice["delta"].get("content") or "", choice.get("finish_reason")
+            return
+        del request["messages"]
+        for part in self.client.create_completion(prompt=self._tokens(prompt), **request):
+            choice = part["choices"][0]
+            yield choice.get("text") or "", choice.get("finish_reason")
 
 
 def _as_chunk(reply: AIMessage) -> AIMessageChunk:
-    chunks = [
-        tool_call_chunk(name=c["name"], args=json.dumps(c["args"]), id=c["id"], index=i)
-        for i, c in enumerate(reply.tool_calls)
-    ]
     return AIMessageChunk(
         content=reply.content,
-        tool_call_chunks=chunks,
+        tool_calls=reply.tool_calls,
+        invalid_tool_calls=reply.invalid_tool_calls,
         usage_metadata=reply.usage_metadata,
         response_metadata=reply.response_metadata,
     )

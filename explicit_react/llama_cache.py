@@ -14,11 +14,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
+import itertools
 import json
 import logging
 import os
+import tempfile
+import warnings
 from collections.abc import Generator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -56,29 +60,60 @@ class AlignedLlama(llama_cpp.Llama):
     state_file: Path | None = None
     reused: int = 0
     """Prompt tokens of the last call taken from the cache rather than read."""
+    prompt_tokens: int = 0
+    """Prompt tokens of the last call (see ``usage``)."""
+    completion_tokens: int = 0
+    """Tokens the last call generated, its end-of-generation token not counted (see ``usage``)."""
 
     def generate(
         self, tokens: Sequence[int], *args: Any, **kwargs: Any
     ) -> Generator[int, Sequence[int] | None, None]:
         tokens = list(tokens)
-        save = 0
-        if kwargs.get("reset", True):
-            first = not hasattr(self, "_last_prompt")
-            saved = self._restore_state() if first and self.state_file is not None else []
-            # What is still cached of the last prompt (none after reset()), cut to whole blocks;
-            # Llama.generate then reuses exactly the first n_tokens cached tokens, which match `tokens`.
-            cached = getattr(self, "_last_prompt", saved)[: self.n_tokens]
-            self.n_tokens = self.reused = aligned_reuse(cached, tokens, self.n_batch)
-            self._last_prompt = tokens
-            if first and self.state_file is not None and (not saved or self.reused < len(saved)):
-                # Keep what this prompt shares with the saved one (the part every question starts
-                # with), or, with nothing shared or saved, this prompt's own whole blocks.
-                save = self.reused or aligned_reuse(tokens, tokens, self.n_batch)
+        restored, save = self._plan(tokens) if kwargs.get("reset", True) else (False, 0)
+        self.prompt_tokens, self.completion_tokens = len(tokens), 0
+        steps = super().generate(tokens, *args, **kwargs)
         try:
-            yield from super().generate(tokens, *args, **kwargs)
-        finally:
-            if save:
-                self._save_state(tokens[:save])
+            first = next(steps, None)  # llama.cpp reads the whole prompt before the first token
+        except RuntimeError:  # "llama_decode returned -1": the restored state does not fit its tokens
+            if not restored:
+                raise
+            save = self._discard_state(tokens)
+            steps = super().generate(tokens, *args, **kwargs)
+            first = next(steps, None)
+        if first is None:
+            return
+        if save:  # only now: a prompt read in part (an error, Ctrl-C) must not be saved as read
+            self._save_state(tokens[:save])
+        for token in itertools.chain([first], steps):
+            if not llama_cpp.llama_vocab_is_eog(self._model.vocab, token):
+                self.completion_tokens += 1
+            yield token
+
+    def usage(self) -> dict[str, int]:
+        """The last call's token counts, as llama-cpp-python reports them for a call that does not
+        stream (its streamed chunks carry none): the end-of-generation token is not counted."""
+        total = self.prompt_tokens + self.completion_tokens
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": total,
+        }
+
+    def _plan(self, tokens: list[int]) -> tuple[bool, int]:
+        """Set up the cache for a new prompt: whether a saved state was restored, and how many of the
+        prompt's leading tokens to save once it is read (0: none)."""
+        first = not hasattr(self, "_last_prompt")
+        saved = self._restore_state() if first and self.state_file is not None else []
+        # What is still cached of the last prompt (none after reset()), cut to whole blocks;
+        # Llama.generate then reuses exactly the first n_tokens cached tokens, which match `tokens`.
+        cached = getattr(self, "_last_prompt", saved)[: self.n_tokens]
+        self.n_tokens = self.reused = aligned_reuse(cached, tokens, self.n_batch)
+        self._last_prompt = tokens
+        if first and self.state_file is not None and (not saved or self.reused < len(saved)):
+            # Keep what this prompt shares with the saved one (the part every question starts
+            # with), or, with nothing shared or saved, this prompt's own whole blocks.
+            return bool(saved), self.reused or aligned_reuse(tokens, tokens, self.n_batch)
+        return bool(saved), 0
 
     def _restore_state(self) -> list[int]:
         """Load the saved state, if any: the tokens it holds (their cache is now this object's)."""
@@ -101,16 +136,46 @@ class AlignedLlama(llama_cpp.Llama):
         self._requires_eval = True
         return saved
 
-    def _save_state(self, tokens: list[int]) -> None:
-        """Save the context's state with ``tokens`` as what it holds; written whole or not at all."""
+    def _discard_state(self, tokens: list[int]) -> int:
+        """Delete the restored state that llama.cpp could not go on from, so that ``tokens`` are read
+        afresh; how many of them to save in its place (their whole blocks)."""
         assert self.state_file is not None
-        self.state_file.parent.mkdir(parents=True, exist_ok=True)
-        partial = self.state_file.with_name(f"{self.state_file.name}.{os.getpid()}.tmp")
-        array = (llama_cpp.llama_token * len(tokens))(*tokens)
-        if llama_cpp.llama_state_save_file(self._ctx.ctx, str(partial).encode(), array, len(tokens)):
+        logger.debug(
+            "the prompt state %s did not decode; deleted, the prompt is read afresh", self.state_file
+        )
+        with contextlib.suppress(OSError):
+            self.state_file.unlink(missing_ok=True)
+        self.reset()
+        self.reused = 0
+        return aligned_reuse(tokens, tokens, self.n_batch)
+
+    def _save_state(self, tokens: list[int]) -> None:
+        """Save the context's state with ``tokens`` as what it holds; written whole or not at all.
+
+        A folder that cannot be written (read-only, full) is warned about once and saving stops: the
+        prompt is then read in every process, as without ``state_file``."""
+        assert self.state_file is not None
+        folder, partial = self.state_file.parent, None
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            # A unique name per writer: model objects in two threads may save the same state at once.
+            handle, partial = tempfile.mkstemp(dir=folder, prefix=f".{self.state_file.name}.", suffix=".tmp")
+            os.close(handle)
+            os.chmod(partial, 0o644)  # mkstemp makes it private; as the weights, a state is not secret
+            array = (llama_cpp.llama_token * len(tokens))(*tokens)
+            if not llama_cpp.llama_state_save_file(self._ctx.ctx, partial.encode(), array, len(tokens)):
+                raise OSError(f"llama.cpp could not write {partial}")
             os.replace(partial, self.state_file)
-        else:
-            partial.unlink(missing_ok=True)
+        except OSError as error:
+            if partial is not None:
+                Path(partial).unlink(missing_ok=True)
+            warnings.warn(
+                f"Could not save the prompt state in {folder} ({error}); the prompt start is not kept "
+                "between processes",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            self.state_file = None
 
 
 def state_file(

@@ -26,6 +26,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.messages.tool import InvalidToolCall, ToolCall, invalid_tool_call, tool_call
 
+from explicit_react.errors import ConfigurationError
 from explicit_react.llm import message_text
 from explicit_react.prompt import load_template, render
 
@@ -80,20 +81,93 @@ class ToolRequest:
         return [t for t in self.tools if t["function"]["name"] == self.choice]
 
     def grammar(self) -> str:
-        """The GBNF grammar a reply is held to (see the module docstring)."""
-        alternatives = []
-        for spec in self.callable:
+        """The GBNF grammar a reply is held to (see the module docstring).
+
+        Raises ``ConfigurationError`` naming the tools when llama-cpp-python cannot turn their JSON
+        schemas into a grammar (``ChatLlama.bind_tools`` builds it, so this happens there)."""
+        alternatives: list[dict[str, Any]] = []
+        definitions: dict[str, Any] = {}
+        for index, spec in enumerate(self.callable):
             function = spec["function"]
             parameters = function.get("parameters") or {"type": "object", "properties": {}}
             alternatives.append(
                 {
                     "type": "object",
-                    "properties": {"name": {"const": function["name"]}, "arguments": parameters},
+                    "properties": {
+                        "name": {"const": function["name"]},
+                        "arguments": _arguments_schema(parameters, f"tool{index}", definitions),
+                    },
                     "required": ["name", "arguments"],
                 }
             )
+        schema = {"oneOf": alternatives, **({"$defs": definitions} if definitions else {})}
+        try:
+            rules = _call_json_rules(json.dumps(schema))
+        except (AssertionError, AttributeError, KeyError, TypeError, ValueError) as error:
+            names = ", ".join(t["function"]["name"] for t in self.callable)
+            raise ConfigurationError(
+                f"llama.cpp cannot hold a call to the tools {names} to their JSON schema "
+                f"({type(error).__name__}: {error}); simplify the arguments' schema"
+            ) from error
         root = "prose call-block? | call-block" if self.choice == "auto" else "call-block"
-        return f"root ::= {root}\n{_REPLY_RULES}{_call_json_rules(json.dumps({'oneOf': alternatives}))}"
+        return f"root ::= {root}\n{_REPLY_RULES}{rules}"
+
+
+_ANY_VALUE = {"type": ["string", "number", "boolean", "null", "object", "array"]}
+_DEFINITIONS = ("$defs", "definitions")
+_SAYS_WHAT_A_VALUE_IS = frozenset(
+    {"type", "$ref", "const", "enum", "pattern", "format", "oneOf", "anyOf", "allOf"}
+    | {"properties", "additionalProperties", "items", "prefixItems"}
+)
+"""Keywords that say what a value may be; a schema with none of them (only a description) is any value."""
+
+
+def _arguments_schema(parameters: Mapping[str, Any], prefix: str, definitions: dict[str, Any]) -> Any:
+    """A tool's ``parameters`` schema as llama-cpp-python's grammar converter reads it.
+
+    Its ``$defs`` (or ``definitions``) move into ``definitions``, the root ``$defs`` of the schema of
+    all the tools, renamed with ``prefix`` so that two tools' definitions cannot clash, and its
+    ``$ref``s follow them. An untyped schema (``{}``, ``true``, only a description: a list of
+    anything, a pydantic ``Any``) means any JSON value; the converter failed on some of them and
+    read others as an object."""
+    local = {name: schema for key in _DEFINITIONS for name, schema in parameters.get(key, {}).items()}
+    names = {name: f"{prefix}-{re.sub(r'[^A-Za-z0-9]+', '-', name)}-{i}" for i, name in enumerate(local)}
+    refs = {f"#/{key}/{name}": f"#/$defs/{new}" for key in _DEFINITIONS for name, new in names.items()}
+    for name, schema in local.items():
+        definitions[names[name]] = _rewritten(schema, refs)
+    return _rewritten(parameters, refs)
+
+
+def _rewritten(schema: Any, refs: Mapping[str, str]) -> Any:
+    """``schema`` with its ``$ref``s renamed by ``refs`` and every untyped part made any JSON value."""
+    if schema is True or schema == {}:
+        return dict(_ANY_VALUE)
+    if isinstance(schema, list):  # the old form of "items" (a tuple), or a oneOf/anyOf/allOf list
+        return [_rewritten(part, refs) for part in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "$ref":
+            out[key] = _renamed_ref(value, refs)
+        elif key == "properties":
+            out[key] = {name: _rewritten(part, refs) for name, part in value.items()}
+        elif key in ("items", "additionalProperties", "oneOf", "anyOf", "allOf", "prefixItems"):
+            out[key] = _rewritten(value, refs)
+        elif key not in _DEFINITIONS:
+            out[key] = value
+    if not any(key in out for key in _SAYS_WHAT_A_VALUE_IS):
+        out.update(_ANY_VALUE)
+    return out
+
+
+def _renamed_ref(ref: str, refs: Mapping[str, str]) -> str:
+    if ref not in refs:
+        raise ConfigurationError(
+            f"A tool's JSON schema has the $ref {ref!r}; llama.cpp's grammar can follow only a $ref to "
+            "one of the schema's own $defs (#/$defs/NAME)"
+        )
+    return refs[ref]
 
 
 @lru_cache(maxsize=64)

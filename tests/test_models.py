@@ -284,7 +284,8 @@ def test_local_model_gets_cpu_defaults_and_options_win(fake_local: list[dict[str
     settings = fake_local[-1]
     assert settings["temperature"] == 0
     assert settings["verbose"] is False
-    assert settings["streaming"] is False
+    # Left at the class default, not set: an explicit streaming=False turns stream() into one chunk.
+    assert "streaming" not in settings
     assert settings["n_threads"] == (os.cpu_count() or 1)
     assert (settings["n_ctx"], settings["max_tokens"]) == (1024, 64)
     assert "chat_handler" not in settings["model_kwargs"]  # Qwen's file carries its chat template
@@ -420,6 +421,43 @@ def test_a_missing_checksum_file_means_assemble_again(
     path.write_bytes(b"XXXXXXXX")
     path.with_name("qwen.gguf.sha256").unlink()
     assert ensure_local_model("qwen").read_bytes() == b"GGUFbody"
+
+
+@pytest.mark.parametrize("blank", ["", "\n", "  \n\n"])
+def test_a_blank_checksum_file_means_assemble_again(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, blank: str
+) -> None:
+    """A checksum file left blank (a write cut short, an editor) is no record, not an IndexError."""
+    monkeypatch.setitem(models.LOCAL_WEIGHTS, "qwen", make_weights(tmp_path, "qwen", [b"GGUF", b"body"]))
+    path = ensure_local_model("qwen")
+    path.write_bytes(b"XXXXXXXX")
+    path.with_name("qwen.gguf.sha256").write_text(blank)
+    assert ensure_local_model("qwen").read_bytes() == b"GGUFbody"
+    digest = hashlib.sha256(b"GGUFbody").hexdigest()
+    assert path.with_name("qwen.gguf.sha256").read_text() == f"{digest}  qwen.gguf\n"
+
+
+def test_a_checksum_that_cannot_be_written_is_a_warning(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A full disk or a read-only folder when the checksum is written: the weights are still used."""
+    monkeypatch.setitem(models.LOCAL_WEIGHTS, "qwen", make_weights(tmp_path, "qwen", [b"GGUF", b"body"]))
+
+    def disk_full(path: Path, data: bytes) -> None:
+        raise OSError(28, "No space left on device", str(path))
+
+    monkeypatch.setattr(assembly, "write_atomically", disk_full)
+    with pytest.warns(RuntimeWarning, match="Could not write the cache file .*qwen.gguf.sha256"):
+        path = ensure_local_model("qwen")
+    assert path.read_bytes() == b"GGUFbody"
+    assert not path.with_name("qwen.gguf.sha256").exists()
+
+
+def test_a_failed_cache_write_leaves_no_temporary_file(tmp_path: Path) -> None:
+    target = tmp_path / "file.json"
+    with pytest.raises(TypeError):
+        assembly.write_atomically(target, "not bytes")  # type: ignore[arg-type]
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_verify_rehashes_and_repairs_a_same_size_corruption(
