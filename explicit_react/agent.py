@@ -216,13 +216,21 @@ class ExplicitReActAgent(ReActLoop, Runnable[AgentInput, dict[str, Any]]):
             if heard(manager):
                 yield Notify((manager,), "on_chain_error", (exc,))
             raise
-        assert run.result is not None
-        if heard(manager):
-            finish = AgentFinish({"output": run.result.answer}, run.final_log)
+        result = run.result
+        assert result is not None
+        end = Notify((manager,), "on_chain_end", (result_to_output(result),)) if heard(manager) else None
+        if end is not None:
+            finish = AgentFinish({"output": result.answer}, run.final_log)
             yield Notify((manager,), "on_agent_finish", (finish,))
-            yield Notify((manager,), "on_chain_end", (result_to_output(run.result),))
-        yield run.result
-        return run.result
+        try:
+            yield result  # inside the chain run: astream_events shows it before the run's end
+        except GeneratorExit:  # the caller stopped reading at the result: the run still ended well
+            if end is not None:
+                drivers.notify_closed(end)
+            raise
+        if end is not None:
+            yield end
+        return result
 
     def stream(  # type: ignore[override]
         self, input: AgentInput, config: RunnableConfig | None = None, **kwargs: Any

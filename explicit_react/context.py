@@ -106,7 +106,9 @@ def format_context(context: Any) -> str:
 
 def _document(item: Any) -> ContextDocument:
     if isinstance(item, Mapping):
-        content = item.get("content", item.get("page_content"))
+        content = item.get("content")
+        if content is None:  # {"content": None, "page_content": "..."}: the text is in page_content
+            content = item.get("page_content")
         metadata = item.get("metadata") or {}
         source = item.get("source") or metadata.get("source")
     elif isinstance(getattr(item, "page_content", None), str):  # a Document, or one from another library
@@ -116,7 +118,8 @@ def _document(item: Any) -> ContextDocument:
         raise ConfigurationError(_unsupported(item))
     if content is None:
         raise ConfigurationError(
-            f"a context dict needs 'content' or 'page_content', or 'role' and 'content': got keys {sorted(map(str, item))}"
+            "a context dict needs a 'content' or 'page_content' that is not None, or 'role' and 'content':"
+            f" got keys {sorted(map(str, item))}"
         )
     return ContextDocument(_text(content), str(source) if source else "")
 

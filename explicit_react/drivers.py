@@ -15,6 +15,7 @@ import contextvars
 import inspect
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -151,9 +152,27 @@ def _perform(request: Call | Sleep | Notify, progress: _Progress) -> None:
         elif isinstance(request, Sleep):
             time.sleep(request.seconds)
         else:
-            _notify(request)  # a sync driver's managers return nothing to await
+            for pending in _notify(request):  # an async listener's method (sync managers return None)
+                run_to_completion(pending)
     except BaseException as exc:
         progress.error = exc
+
+
+def run_to_completion(awaitable: Awaitable[T]) -> T:
+    """Await ``awaitable`` from sync code: with ``asyncio.run``, on a thread of its own (in this
+    thread's context) when this thread already runs an event loop, where ``asyncio.run`` refuses
+    (a sync ``run`` called from a notebook cell or from async code)."""
+
+    async def awaited() -> T:
+        return await awaitable
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(awaited())
+    context = contextvars.copy_context()
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="explicit-react-await") as pool:
+        return pool.submit(context.run, asyncio.run, awaited()).result()
 
 
 async def _aperform(request: Call | Sleep | Notify, progress: _Progress) -> None:

@@ -11,6 +11,7 @@ from langchain_core.tools import BaseTool
 from explicit_react.agent import ExplicitReActAgent
 from explicit_react.context import ContextDocument, read_context
 from explicit_react.context import format_context as format_context  # its old home; kept importable
+from explicit_react.errors import ConfigurationError
 from explicit_react.scratchpad import format_tool_input, truncate_middle
 from explicit_react.types import AgentResult, Step
 
@@ -18,6 +19,8 @@ MAX_INLINE_DOCUMENTS = 8
 """With more context documents than this, they go into a ``knowledge_search`` tool instead of the prompt."""
 MAX_INLINE_CHARS = 12_000
 """Same, when the documents together are longer than this."""
+CONTEXT_SEARCH = "knowledge_search"
+"""The name of that tool, which no tool given to ``GeneralQAAgent`` may have."""
 
 
 def describe_step(number: int, step: Step) -> str:
@@ -34,7 +37,7 @@ class GeneralQAAgent:
 
     ``agent_kwargs`` go to ``ExplicitReActAgent`` (limits, allowlist, ``verbose``...). When the context
     holds many or long documents they are searched through a ``knowledge_search`` tool instead of
-    being pasted into the prompt.
+    being pasted into the prompt; so no tool given here may be named ``knowledge_search``.
     """
 
     def __init__(
@@ -43,11 +46,17 @@ class GeneralQAAgent:
         self.llm = llm
         self.agent_kwargs = agent_kwargs
         self.react_agent = ExplicitReActAgent(llm, tools, **agent_kwargs)
+        # Checked now, not when a large context first needs the search (a clash would fail only then).
+        if CONTEXT_SEARCH in self.react_agent.executor.tools:
+            raise ConfigurationError(
+                f"GeneralQAAgent keeps the tool name {CONTEXT_SEARCH!r} for its search over many or long"
+                " context documents, and a given tool has that name: rename it (tool.name = 'my_search')"
+            )
 
     def _agent_for(self, documents: Sequence[ContextDocument]) -> ExplicitReActAgent:
         from explicit_react.tools import KnowledgeBaseTool
 
-        knowledge = KnowledgeBaseTool.from_documents([d.to_dict() for d in documents])
+        knowledge = KnowledgeBaseTool.from_documents([d.to_dict() for d in documents], name=CONTEXT_SEARCH)
         tools = [*self.react_agent.tools, knowledge]
         allowed = self.react_agent.allowed_tools
         # The search over the caller's own documents is always allowed, even by an empty allowlist.
@@ -75,7 +84,7 @@ class GeneralQAAgent:
         agent = self.react_agent
         if too_many:
             agent = self._agent_for(documents)
-            note = ("System", f"{len(documents)} documents are searchable with knowledge_search.")
+            note = ("System", f"{len(documents)} documents are searchable with {CONTEXT_SEARCH}.")
             parts = dataclasses.replace(parts, documents=(), turns=(*parts.turns, note))
         result = agent.run(query, parts.render())
         return self.to_response(result)

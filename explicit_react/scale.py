@@ -13,13 +13,16 @@ optional extra (``pip install explicit-react[ray]``), imported only when ``answe
 
 from __future__ import annotations
 
+import reprlib
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 
+from explicit_react import options
 from explicit_react.agent import AgentInput, ExplicitReActAgent
+from explicit_react.errors import ConfigurationError
 from explicit_react.redaction import error_message
 from explicit_react.types import AgentResult, Step, TokenUsage
 
@@ -36,12 +39,26 @@ async def aanswer_all(
 ) -> list[dict[str, Any]]:
     """Answer ``questions`` (strings or ``{"input", "context"}`` dicts), ``concurrency`` at a time,
     through ``abatch``; one record per question, in order (see the module docstring)."""
+    questions = _question_list(questions)
+    options.count("concurrency", concurrency, minimum=1)
 
     async def answer(question: AgentInput, config: RunnableConfig) -> dict[str, Any]:
         return await answer_one(agent, question, config)
 
     batch_config: RunnableConfig = {**(config or {}), "max_concurrency": concurrency}
-    return await RunnableLambda(answer, name="answer_one").abatch(list(questions), batch_config)
+    return await RunnableLambda(answer, name="answer_one").abatch(questions, batch_config)
+
+
+def _question_list(questions: Any) -> list[AgentInput]:
+    """``questions`` as a list; one question alone is refused, since a string would be read as its
+    characters and a dict as its keys."""
+    if isinstance(questions, (str, bytes, Mapping)):
+        one = reprlib.repr(questions)
+        raise ConfigurationError(
+            f"questions must be a list of questions; got one {type(questions).__name__}, {one}:"
+            f" write [{one}] to answer one question"
+        )
+    return list(questions)
 
 
 async def answer_one(
@@ -50,12 +67,16 @@ async def answer_one(
     """One question's record: the result as a dict, or a failure record that keeps the steps done."""
     steps: list[Step] = []
     began = time.perf_counter()
+    result: AgentResult | None = None
     try:
-        async for item in agent.astream(question, config):
+        async for item in agent.astream(question, config):  # to its end, which ends the chain run
             if isinstance(item, AgentResult):
-                return item.to_dict()
-            steps.append(item)
-        raise RuntimeError("the agent's stream ended without a result")
+                result = item
+            else:
+                steps.append(item)
+        if result is None:
+            raise RuntimeError("the agent's stream ended without a result")
+        return result.to_dict()
     except Exception as exc:
         return failure_record(question, exc, steps, time.perf_counter() - began)
 
@@ -124,9 +145,8 @@ def answer_on_ray(
     """
     import ray
 
-    if concurrency < 1:
-        raise ValueError("concurrency must be at least 1")
-    questions = list(questions)
+    questions = _question_list(questions)
+    options.count("concurrency", concurrency, minimum=1)
     size = chunk_size or 4 * concurrency
     chunks = [questions[i : i + size] for i in range(0, len(questions), size)]
     if not chunks:
@@ -134,8 +154,8 @@ def answer_on_ray(
     if not ray.is_initialized():
         ray.init()
     count = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
-    options = {"num_cpus": 1, "max_concurrency": 1, **(actor_options or {})}
-    actor_class: Any = ray.remote(AgentWorker).options(**options)
+    per_actor = {"num_cpus": 1, "max_concurrency": 1, **(actor_options or {})}
+    actor_class: Any = ray.remote(AgentWorker).options(**per_actor)
     actors: list[Any] = [actor_class.remote(agent_factory) for _ in range(min(count, len(chunks)))]
     try:
         ray.get([actor.ready.remote() for actor in actors])

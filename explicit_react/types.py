@@ -7,6 +7,7 @@ and the prompt can be used and tested without a model.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -185,8 +186,26 @@ class AgentResult:
 
 
 def _jsonable(value: Any) -> Any:
+    """``value`` as strict JSON can hold it: non-finite floats (the parser reads ``1e999`` and ``NaN``)
+    become ``"inf"``, ``"-inf"`` or ``"nan"``; a value JSON cannot write at all becomes its ``str``."""
     try:
-        json.dumps(value)
-    except (TypeError, ValueError):
+        json.dumps(value, allow_nan=False)
+        return value
+    except (TypeError, ValueError, RecursionError):
+        pass
+    try:
+        finite = _finite(value)
+        json.dumps(finite, allow_nan=False)
+        return finite
+    except (TypeError, ValueError, RecursionError):
         return str(value)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
     return value

@@ -30,6 +30,7 @@ from tests.helpers import action, final, search
         ([Document("a"), Document("b", metadata={"page": 2})], "Documents:\n[1] a\n[2] b"),
         (["first", "second"], "Documents:\n[1] first\n[2] second"),
         ({"page_content": "x", "metadata": {"source": "s"}}, "Documents:\n[1] (source: s) x"),
+        ({"content": None, "page_content": "x", "source": "s"}, "Documents:\n[1] (source: s) x"),
         (
             [HumanMessage("Hi"), AIMessage("Hello!"), SystemMessage("Be brief.")],
             "Conversation so far:\nUser: Hi\nAssistant: Hello!\nSystem: Be brief.",
@@ -56,7 +57,9 @@ def test_format_context_renders_every_shape(context: object, expected: str) -> N
     assert format_context(context) == expected
 
 
-@pytest.mark.parametrize("bad", [123, [object()], [{"title": "no content"}]])
+@pytest.mark.parametrize(
+    "bad", [123, [object()], [{"title": "no content"}], [{"content": None, "page_content": None}]]
+)
 def test_an_unsupported_context_names_what_was_wrong(bad: object) -> None:
     with pytest.raises(ConfigurationError, match="context"):
         format_context(bad)

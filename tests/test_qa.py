@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from langchain_core.tools import tool
 
 from explicit_react import GeneralQAAgent
 from explicit_react.errors import ConfigurationError
 from explicit_react.qa import MAX_INLINE_DOCUMENTS, format_context
 from explicit_react.testing import ScriptedChatModel
+from explicit_react.tools import KnowledgeBaseTool
 from tests.helpers import action, final, search
 
 
@@ -102,3 +104,18 @@ def test_a_long_string_context_is_searched_not_pasted() -> None:
 def test_an_unreadable_context_is_a_configuration_error(context: object) -> None:
     with pytest.raises(ConfigurationError):
         GeneralQAAgent(ScriptedChatModel([final("x")]), [search]).answer("q", context)
+
+
+@tool
+def knowledge_search(query: str) -> str:
+    """The caller's own knowledge base."""
+    return "mine"
+
+
+@pytest.mark.parametrize("own", [knowledge_search, KnowledgeBaseTool(["Our office opens at nine."])])
+def test_a_tool_named_like_the_context_search_is_refused_at_construction(own: object) -> None:
+    # Without the check the clash would surface only on a large context, in the middle of serving.
+    model = ScriptedChatModel([final("x")])
+    with pytest.raises(ConfigurationError, match=r"keeps the tool name 'knowledge_search'.*rename it"):
+        GeneralQAAgent(model, [search, own])
+    assert model.calls == []

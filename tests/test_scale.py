@@ -7,9 +7,10 @@ import subprocess
 import sys
 from typing import Any
 
+import pytest
 from langchain_core.tools import tool
 
-from explicit_react import AgentResult, ExplicitReActAgent, StopReason
+from explicit_react import AgentResult, ConfigurationError, ExplicitReActAgent, StopReason
 from explicit_react.scale import aanswer_all, failure_record
 from explicit_react.testing import ScriptedChatModel
 from tests.helpers import DiskFull, action, final, search
@@ -80,6 +81,25 @@ def test_a_run_that_raises_midway_keeps_its_steps() -> None:
     assert [s["observation"] for s in record["steps"]] == ["68000000"]
     assert record["usage"]["total_tokens"] == record["steps"][0]["usage"]["total_tokens"] > 0
     assert record["llm_calls"] == 1
+
+
+@pytest.mark.parametrize("concurrency", [0, -1, 1.5, True])
+def test_a_concurrency_below_one_is_refused_before_any_question_runs(concurrency: Any) -> None:
+    model = ScriptedChatModel([final("ok")])
+    agent = ExplicitReActAgent(model, [search])
+    with pytest.raises(ConfigurationError, match="concurrency must be a whole number of at least 1"):
+        # a semaphore of 0 permits would wait forever: the timeout makes that a failure, not a hang
+        asyncio.run(asyncio.wait_for(aanswer_all(agent, ["q"], concurrency=concurrency), timeout=5))
+    assert model.calls == []
+
+
+@pytest.mark.parametrize("questions", ["Why is the sky blue?", b"Why?", {"input": "Why?"}])
+def test_one_question_instead_of_a_list_is_refused(questions: Any) -> None:
+    model = ScriptedChatModel([final("ok")] * 30)
+    agent = ExplicitReActAgent(model, [search])
+    with pytest.raises(ConfigurationError, match=r"questions must be a list of questions.*write \["):
+        asyncio.run(aanswer_all(agent, questions))
+    assert model.calls == []
 
 
 def test_failure_record_names_the_question_of_a_dict() -> None:
