@@ -3,13 +3,10 @@ timeout, and turns every failure into an observation that starts with ``Error:``
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
 import dataclasses
 import difflib
 import time
-from collections.abc import Callable, Collection, Coroutine, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -280,23 +277,10 @@ def _has_native_async(t: BaseTool) -> bool:
 
 def _run_sync(t: BaseTool, tool_input: Any, callbacks: Callbacks, extra: dict[str, Any]) -> Any:
     if isinstance(t, (StructuredTool, Tool)) and t.func is None and t.coroutine is not None:  # async-only
-        return _run_coroutine(
-            lambda: t.arun(tool_input, callbacks=callbacks, tool_call_id=_call_id(t), **extra)
+        return drivers.run_to_completion(
+            t.arun(tool_input, callbacks=callbacks, tool_call_id=_call_id(t), **extra)
         )
     return t.run(tool_input, callbacks=callbacks, tool_call_id=_call_id(t), **extra)
-
-
-def _run_coroutine(make: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
-    """``asyncio.run(make())``; on a thread of its own (with this thread's context) when this thread
-    already runs an event loop, where ``asyncio.run`` refuses: a sync ``run`` called from a notebook
-    cell or from async code."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(make())
-    context = contextvars.copy_context()
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="explicit-react-async-tool") as pool:
-        return pool.submit(context.run, lambda: asyncio.run(make())).result()
 
 
 def _has_artifact(t: BaseTool) -> bool:

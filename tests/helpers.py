@@ -98,3 +98,24 @@ class EventRecorder(BaseCallbackHandler):
         self, finish: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kw: Any
     ) -> None:
         self._add("agent_finish", finish, run_id, parent_run_id)
+
+
+class ChainEvents(BaseCallbackHandler):
+    """The top-level chain run's start, end and error, in order; ``outputs=True`` records the
+    end's output too (``end(2.1M)``)."""
+
+    def __init__(self, outputs: bool = False) -> None:
+        self.events: list[str] = []
+        self.outputs = outputs
+
+    def on_chain_start(self, serialized: Any, inputs: Any, **kwargs: Any) -> None:
+        if kwargs.get("parent_run_id") is None:
+            self.events.append("start")
+
+    def on_chain_end(self, outputs: Any, **kwargs: Any) -> None:
+        if kwargs.get("parent_run_id") is None:
+            self.events.append(f"end({outputs['output']})" if self.outputs else "end")
+
+    def on_chain_error(self, error: BaseException, **kwargs: Any) -> None:
+        if kwargs.get("parent_run_id") is None:
+            self.events.append(f"error({type(error).__name__})")

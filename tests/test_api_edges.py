@@ -8,12 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.tools import tool
 
 from explicit_react import AgentResult, ExplicitReActAgent
 from explicit_react.testing import ScriptedChatModel
-from tests.helpers import action, final, search
+from tests.helpers import ChainEvents, action, final, search
 
 
 @tool
@@ -64,30 +63,11 @@ def test_astream_events_gives_the_result_chunk_before_the_root_run_ends() -> Non
     ]
 
 
-class RootChainEvents(BaseCallbackHandler):
-    """Records the start, end and error of the root chain run."""
-
-    def __init__(self) -> None:
-        self.events: list[str] = []
-
-    def on_chain_start(self, serialized: Any, inputs: Any, **kwargs: Any) -> None:
-        if kwargs.get("parent_run_id") is None:
-            self.events.append("start")
-
-    def on_chain_end(self, outputs: Any, **kwargs: Any) -> None:
-        if kwargs.get("parent_run_id") is None:
-            self.events.append(f"end({outputs['output']})")
-
-    def on_chain_error(self, error: BaseException, **kwargs: Any) -> None:
-        if kwargs.get("parent_run_id") is None:
-            self.events.append(f"error({type(error).__name__})")
-
-
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_the_result_comes_before_the_chain_run_ends_and_a_reader_may_stop_at_it(mode: str) -> None:
     model = ScriptedChatModel([action("search", "population of Paris"), final("2.1M")])
     agent = ExplicitReActAgent(model, [search])
-    recorder = RootChainEvents()
+    recorder = ChainEvents(outputs=True)
     config: Any = {"callbacks": [recorder]}
     seen_at_result: list[str] = []
     if mode == "sync":

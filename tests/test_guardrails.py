@@ -477,7 +477,9 @@ def test_each_text_is_read_once_for_the_numbers_a_call_may_use(monkeypatch: pyte
     monkeypatch.setattr(policy, "sourced_numbers", counting)
     monkeypatch.setattr(loop, "sourced_numbers", counting, raising=False)
     replies = [action("calculator", f"{n} + 1") for n in range(1, 21)] + [final("21")]
-    result = ExplicitReActAgent(ScriptedChatModel(replies), [calculator], max_iterations=30).run("Start at 1.")
+    result = ExplicitReActAgent(ScriptedChatModel(replies), [calculator], max_iterations=30).run(
+        "Start at 1."
+    )
     assert [s.observation for s in result.steps] == [str(n + 1) for n in range(1, 21)]  # each sourced
     # The question once, then each observation once; before, all of them again at every call.
     told = len("Start at 1.\n") + sum(len(step.observation) for step in result.steps)

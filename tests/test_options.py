@@ -29,7 +29,10 @@ from tests.helpers import action, final, search, subtract
         ({"max_tokens": "many"}, "max_tokens must be a whole number"),
         ({"max_retries": -1}, "max_retries must be a whole number of at least 0"),
         ({"retry_backoff": -1}, "retry_backoff must be a finite number of at least 0"),
-        ({"retry_backoff": float("nan")}, "retry_backoff must be a finite number"),  # raised at the first retry
+        (
+            {"retry_backoff": float("nan")},
+            "retry_backoff must be a finite number",
+        ),  # raised at the first retry
         ({"retry_backoff": float("inf")}, "retry_backoff must be a finite number"),
         ({"max_observation_chars": 0}, "max_observation_chars must be a whole number of at least 1"),
         ({"keep_recent_steps": -2}, "keep_recent_steps must be a whole number of at least 0, or None"),

@@ -17,7 +17,7 @@ from langchain_core.tools import tool
 
 from explicit_react import AgentExecutor, ExplicitReActAgent, StopReason, create_react_agent
 from explicit_react.testing import ScriptedChatModel
-from tests.helpers import action, final, search, subtract
+from tests.helpers import ChainEvents, action, final, search, subtract
 
 NASTY_REPLIES = {
     "JSON list as input": 'Thought: t\nAction: search\nAction Input: ["a", "b"]',
@@ -270,25 +270,6 @@ def test_ctrl_c_while_waiting_for_a_call_gives_the_call_up() -> None:
     assert seen == ["given up"]
 
 
-class ChainEvents(BaseCallbackHandler):
-    """The top-level chain run's start, end and error, in order."""
-
-    def __init__(self) -> None:
-        self.events: list[str] = []
-
-    def on_chain_start(self, serialized: Any, inputs: Any, **kwargs: Any) -> None:
-        if kwargs.get("parent_run_id") is None:
-            self.events.append("start")
-
-    def on_chain_end(self, outputs: Any, **kwargs: Any) -> None:
-        if kwargs.get("parent_run_id") is None:
-            self.events.append("end")
-
-    def on_chain_error(self, error: BaseException, **kwargs: Any) -> None:
-        if kwargs.get("parent_run_id") is None:
-            self.events.append(f"error({type(error).__name__})")
-
-
 def _two_step_script() -> list[str]:
     return [action("search", "a"), action("search", "b"), final("done")]
 
@@ -438,4 +419,7 @@ def test_a_tool_output_whose_text_cannot_be_read_is_an_observation(tmp_path: Any
     model = ScriptedChatModel([action("fetch", "x"), final("no")])
     result = ExplicitReActAgent(model, [fetch], trace_path=tmp_path / "t.jsonl").run("q")  # raised before
     assert result.stop_reason is StopReason.SUCCESS
-    assert result.steps[0].observation == "(a Opaque that cannot be shown as text: its str() raised RuntimeError)"
+    assert (
+        result.steps[0].observation
+        == "(a Opaque that cannot be shown as text: its str() raised RuntimeError)"
+    )

@@ -599,7 +599,11 @@ def test_control_characters_from_a_tool_are_shown_not_obeyed_by_the_terminal(tmp
     shown = buffer.getvalue()
     for raw in ("\x1b[2J", "\x1b]0;", "\x1b]8;;", "\x9b", "\r", "\u202e", "\x1b[8m"):
         assert raw not in shown
-    assert "Welcome\\x1b[2J\\x1b]0;pwned\\x07" in shown and "\\u202eok" in shown and "Done\\x1b[8m hidden" in shown
+    assert (
+        "Welcome\\x1b[2J\\x1b]0;pwned\\x07" in shown
+        and "\\u202eok" in shown
+        and "Done\\x1b[8m hidden" in shown
+    )
 
 
 def test_the_command_prints_an_answers_control_characters_visibly_on_a_terminal(

@@ -64,7 +64,9 @@ def test_an_empty_act_is_feedback_not_the_thought_as_an_answer() -> None:
     result = ExplicitReActAgent(model, [search], mode="two_phase").run("How many people live in Paris?")
     assert result.answer == "About 2.1 million people."
     (step,) = result.steps
-    assert step.error == "parse_error" and step.observation.startswith("Error: after your thought you neither")
+    assert step.error == "parse_error" and step.observation.startswith(
+        "Error: after your thought you neither"
+    )
     assert step.log == "I should look up the population of Paris with search."
     assert "\x1e" not in model.calls[2].messages[0].content  # the next thought sees the clean transcript
     model.assert_all_used()
