@@ -201,9 +201,9 @@ def call_arguments(args: str, *, expressions: bool = False) -> ToolInput | None:
             return None
         return value if isinstance(value, (str, dict, list)) else str(value)
     if call.args and not call.keywords:  # multiply(6, 7): the executor maps them in order
-        values = [_literal_or_text(arg, None) for arg in call.args]
-        if _NOT_LITERAL not in values:
-            return values
+        positional = [_literal_or_text(arg, None) for arg in call.args]
+        if _NOT_LITERAL not in positional:
+            return positional
         return args if expressions else None
     return None
 

@@ -132,12 +132,12 @@ def _system_view(executable: Path, *, allow_network: bool) -> list[str]:
     """bubblewrap options that show the child ``SYSTEM_FOLDERS`` and the interpreter's own folder
     (its ``bin``'s parent: ``/usr``, or a pyenv or conda prefix elsewhere), read-only, in an empty root."""
     options: list[str] = []
-    for folder in SYSTEM_FOLDERS:
-        path = Path(folder)
+    for name in SYSTEM_FOLDERS:
+        path = Path(name)
         if path.is_symlink():  # a merged /usr: /bin -> usr/bin
-            options += ["--symlink", os.readlink(path), folder]
+            options += ["--symlink", os.readlink(path), name]
         elif path.is_dir():
-            options += ["--ro-bind", folder, folder]
+            options += ["--ro-bind", name, name]
     prefix = executable.parent.parent
     shown = [Path(folder) for folder in SYSTEM_FOLDERS]
     if prefix != Path("/") and not any(prefix.is_relative_to(folder) for folder in shown):
