@@ -4,13 +4,14 @@ label found in a reply (outside code fences), in linear time."""
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import chain
 from typing import NamedTuple
 
-from explicit_react.scanners import mask_fences
+from explicit_react.scanners import mask_fences, quoted_spans
 
 THOUGHT = "Thought"
 ACTION = "Action"
@@ -250,3 +251,24 @@ def _labels_read_backwards(
                 continue
         end = match.end()
         yield match
+
+
+def outside_strings(text: str, found: list[Label]) -> list[Label]:
+    """The labels less those inside a string literal of their line: in ``{"content": "Observation:
+    the sample turned blue"}`` or ``print('Final Answer: ' + x)`` the label is the tool input's text
+    (cutting there wrote an empty file). A label that opens a line always counts."""
+    spans_of: dict[int, tuple[list[int], list[tuple[int, int]]]] = {}
+    kept = []
+    for label in found:
+        if not label.line_start:
+            begin = text.rfind("\n", 0, label.start) + 1
+            if begin not in spans_of:
+                end = text.find("\n", label.start)
+                spans = quoted_spans(text[begin : len(text) if end < 0 else end])
+                spans_of[begin] = ([start for start, _ in spans], spans)
+            starts, spans = spans_of[begin]
+            index = bisect_left(starts, label.start - begin) - 1  # the last string opened before it
+            if index >= 0 and label.end - begin <= spans[index][1]:
+                continue
+        kept.append(label)
+    return kept

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import re
-from bisect import bisect_left
 from collections.abc import Collection
 from functools import lru_cache
 from importlib import resources
@@ -45,11 +44,11 @@ from explicit_react.labels import (
     Labels,
     compile_labels,
     find_labels,
+    outside_strings,
 )
 from explicit_react.scanners import (
     fenced_body,
     may_be_call,
-    quoted_spans,
     read_tool_input,
     tool_and_arguments,
 )
@@ -104,7 +103,7 @@ def parse_in_full(
     found = find_labels(text, grammar, limit=MAX_LABELS + 1)
     if len(found) > MAX_LABELS:
         text, found = text[: found[MAX_LABELS].start], found[:MAX_LABELS]
-    found = _outside_strings(text, found)
+    found = outside_strings(text, found)
     text, found = _cut_continuation(text, found, grammar)
 
     action = _first_action(text, found, labels, real)
@@ -183,27 +182,6 @@ def _clean(text: str, grammar: Grammar) -> str:
 
 
 # -- 2. Find the labels: ``labels.find_labels`` -----------------------------------------------------
-
-
-def _outside_strings(text: str, found: list[Label]) -> list[Label]:
-    """The labels less those inside a string literal of their line: in ``{"content": "Observation:
-    the sample turned blue"}`` or ``print('Final Answer: ' + x)`` the label is the tool input's text
-    (cutting there wrote an empty file). A label that opens a line always counts."""
-    spans_of: dict[int, tuple[list[int], list[tuple[int, int]]]] = {}
-    kept = []
-    for label in found:
-        if not label.line_start:
-            begin = text.rfind("\n", 0, label.start) + 1
-            if begin not in spans_of:
-                end = text.find("\n", label.start)
-                spans = quoted_spans(text[begin : len(text) if end < 0 else end])
-                spans_of[begin] = ([start for start, _ in spans], spans)
-            starts, spans = spans_of[begin]
-            index = bisect_left(starts, label.start - begin) - 1  # the last string opened before it
-            if index >= 0 and label.end - begin <= spans[index][1]:
-                continue
-        kept.append(label)
-    return kept
 
 
 # -- 3. Cut the hallucinated continuation -----------------------------------------------------------
