@@ -156,7 +156,7 @@ class ExplicitReActAgent(ReActLoop, Runnable[AgentInput, dict[str, Any]]):
         self.max_reply_chars = max_reply_chars
         self.keep_tool_output = keep_tool_output
         self.check_answer = check_answer
-        self.listeners: list[Any] = list(listeners)
+        self.listeners: list[Any] = options.listeners("listeners", listeners)
         if verbose:
             from explicit_react.display import TracePrinter
 

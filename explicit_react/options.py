@@ -100,3 +100,23 @@ def tool_list(value: Any) -> list[Any]:
             f"tools must be a list of LangChain tools or functions, or None; {_got(value)}"
         )
     return list(value)
+
+
+_LISTENER_METHODS = ("on_turn_start", "on_action", "on_step", "on_result")
+
+
+def listeners(name: str, value: Any) -> list[Any]:
+    """A list of run listeners, each with at least one of their methods; one listener alone is
+    refused with a hint, as one tool is (``list()`` of it raised a bare TypeError, and a string
+    was taken as its characters)."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise ConfigurationError(
+            f"{name} must be a list of listeners (write {name}=[it] for one); {_got(value)}"
+        )
+    given = list(value)
+    for listener in given:
+        if not any(callable(getattr(listener, method, None)) for method in _LISTENER_METHODS):
+            raise ConfigurationError(
+                f"{name} must hold objects with any of {', '.join(_LISTENER_METHODS)}; {_got(listener)}"
+            )
+    return given

@@ -45,6 +45,8 @@ from tests.helpers import action, final, search, subtract
             r"allowed_tools must be a list or set of tool names.*allowed_tools=\['search'\]",
         ),
         ({"allowed_tools": [1]}, "allowed_tools must hold tool names"),
+        ({"listeners": "abc"}, r"listeners must be a list of listeners \(write listeners=\[it\] for one\)"),
+        ({"listeners": [object()]}, "listeners must hold objects with any of on_turn_start"),
         ({"allowed_tools": ["nope"]}, r"allowed_tools names tools that do not exist: \['nope'\]"),
     ],
 )
@@ -104,3 +106,12 @@ def test_an_infinite_or_huge_time_limit_works_as_no_limit(option: str, value: fl
     model = ScriptedChatModel([action("slow", "x"), final("done")])
     result = ExplicitReActAgent(model, [slow], **{option: value}).run("q")
     assert result.stop_reason is StopReason.SUCCESS and result.steps[0].observation == "slow result"
+
+
+def test_one_listener_instead_of_a_list_says_so() -> None:
+    from explicit_react.display import TracePrinter
+
+    with pytest.raises(
+        ConfigurationError, match=r"write listeners=\[it\] for one"
+    ):  # a bare TypeError before
+        ExplicitReActAgent(ScriptedChatModel([]), [search], listeners=TracePrinter())  # type: ignore[arg-type]
