@@ -330,8 +330,10 @@ def _run(agent: ExplicitReActAgent, question: str, context: str) -> AgentResult:
 def _print_result(result: AgentResult, as_json: bool, indent: int | None = 2) -> None:
     from explicit_react.scratchpad import printable
 
-    if as_json:  # ASCII escapes where stdout cannot encode the text (PYTHONIOENCODING=ascii)
-        ascii_only = (sys.stdout.encoding or "").lower().replace("-", "") not in ("utf8", "utf16", "utf32")
+    if as_json:  # ASCII escapes where stdout cannot encode the text (PYTHONIOENCODING=ascii), and on
+        # a terminal, which would obey a C1 control or a bidirectional override written raw
+        unicode_out = (sys.stdout.encoding or "").lower().replace("-", "") in ("utf8", "utf16", "utf32")
+        ascii_only = not unicode_out or sys.stdout.isatty()
         print(json.dumps(result.to_dict(), ensure_ascii=ascii_only, indent=indent))
     else:  # on a terminal, control characters from a web page or a file are shown, not obeyed
         print(printable(result.answer) if sys.stdout.isatty() else result.answer)

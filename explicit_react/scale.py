@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import reprlib
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig, RunnableLambda
@@ -58,6 +58,8 @@ def _question_list(questions: Any) -> list[AgentInput]:
             f"questions must be a list of questions; got one {type(questions).__name__}, {one}:"
             f" write [{one}] to answer one question"
         )
+    if not isinstance(questions, Iterable):
+        raise ConfigurationError(f"questions must be a list of questions; got {reprlib.repr(questions)}")
     return list(questions)
 
 

@@ -37,7 +37,7 @@ def _collapse(value: Any) -> Any:
 
 
 class StopReason(str, Enum):
-    """Why a run ended. Exactly one value per cause; ``SUCCESS`` is the only good one."""
+    """Why a run ended. Exactly one value per cause; ``SUCCESS`` and ``RETURN_DIRECT`` are the good ones."""
 
     SUCCESS = "success"
     """The model gave a final answer."""
@@ -52,7 +52,8 @@ class StopReason(str, Enum):
     MAX_TOKENS = "max_tokens"
     """The model reported more tokens in total than ``max_tokens`` allows."""
     LOOP_DETECTED = "loop_detected"
-    """The model kept repeating a call after it was told the call was a repeat."""
+    """The model kept repeating a call after it was told the call was a repeat, or sent the same
+    unreadable reply a third time."""
     TOOL_DENIED = "tool_denied"
     """The model asked again for a tool outside ``allowed_tools`` after it was told the tool is not allowed."""
     LLM_ERROR = "llm_error"
@@ -115,7 +116,8 @@ class Step:
 
     ``observation`` is always a string; one that reports a failure starts with ``Error:``.
     ``error`` names the kind of failure (``"parse_error"``, ``"unknown_tool"``, ``"invalid_input"``,
-    ``"tool_error"``, ``"tool_timeout"``, ``"tool_denied"``, ``"repeated_call"``) or is ``None``.
+    ``"tool_error"``, ``"tool_timeout"``, ``"tool_denied"``, ``"repeated_call"``,
+    ``"unsourced_numbers"``, ``"answer_check"``) or is ``None``.
     """
 
     thought: str

@@ -102,6 +102,13 @@ def test_one_question_instead_of_a_list_is_refused(questions: Any) -> None:
     assert model.calls == []
 
 
+@pytest.mark.parametrize("questions", [5, None])
+def test_questions_that_are_not_a_list_at_all_are_refused(questions: Any) -> None:
+    agent = ExplicitReActAgent(ScriptedChatModel([]), [search])
+    with pytest.raises(ConfigurationError, match="questions must be a list of questions"):  # TypeError before
+        asyncio.run(aanswer_all(agent, questions))
+
+
 def test_failure_record_names_the_question_of_a_dict() -> None:
     record = failure_record({"input": "What?", "context": "c"}, TimeoutError("slow"))
     assert record["question"] == "What?"

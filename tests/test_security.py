@@ -621,3 +621,18 @@ def test_the_command_prints_an_answers_control_characters_visibly_on_a_terminal(
     monkeypatch.setattr(sys.stdout, "isatty", lambda: False)  # piped: the answer as it is
     cli._print_result(result, as_json=False)
     assert capsys.readouterr().out == "42\x1b[2J\n"
+
+
+def test_the_commands_json_on_a_terminal_escapes_every_control_character(
+    monkeypatch: Any, capsys: Any
+) -> None:
+    import sys
+
+    from explicit_react import cli
+    from explicit_react.types import AgentResult, StopReason
+
+    result = AgentResult(answer="42\u202e\x9b2J", stop_reason=StopReason.SUCCESS, steps=[])
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)  # JSON alone left these two raw
+    cli._print_result(result, as_json=True, indent=None)
+    out = capsys.readouterr().out
+    assert "\u202e" not in out and "\x9b" not in out and json.loads(out)["answer"] == "42\u202e\x9b2J"
