@@ -254,14 +254,19 @@ def _labels_read_backwards(
 
 
 def outside_strings(text: str, found: list[Label]) -> list[Label]:
-    """The labels less those inside a string literal of their line: in ``{"content": "Observation:
-    the sample turned blue"}`` or ``print('Final Answer: ' + x)`` the label is the tool input's text
-    (cutting there wrote an empty file). A label that opens a line always counts."""
+    """The labels less those inside a string literal of an Action Input: in ``{"content":
+    "Observation: the sample turned blue"}`` or ``print('Final Answer: ' + x)`` the label is the
+    input's text (cutting there wrote an empty file). Strings are looked for only from the first
+    Action Input's value to the end of each line, so the apostrophes of a Thought ("the '90s",
+    "players'") pair with nothing; a label that opens a line always counts."""
+    first_input = next((label.end for label in found if label.kind == Kind.INPUT), None)
+    if first_input is None:
+        return found
     spans_of: dict[int, tuple[list[int], list[tuple[int, int]]]] = {}
     kept = []
     for label in found:
-        if not label.line_start:
-            begin = text.rfind("\n", 0, label.start) + 1
+        if not label.line_start and label.start >= first_input:
+            begin = max(text.rfind("\n", 0, label.start) + 1, first_input)
             if begin not in spans_of:
                 end = text.find("\n", label.start)
                 spans = quoted_spans(text[begin : len(text) if end < 0 else end])

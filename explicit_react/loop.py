@@ -245,7 +245,8 @@ class ReActLoop:
         if not isinstance(turn.decision, Action):
             feedback = turn.feedback or "Your reply could not be read."
             error = feedback if feedback.startswith("Error") else f"Error: {feedback}"
-            return Acted(ToolOutcome(error, error="parse_error"), stop=run.guard.check_unreadable(turn.text))
+            stop = run.guard.check_unreadable(len(run.steps) + 1, turn.text)
+            return Acted(ToolOutcome(error, error="parse_error"), stop=stop)
         action = turn.decision
         tool = self.executor.resolve(action.tool)
         if tool is None:

@@ -125,7 +125,8 @@ class RunGuard:
 
     A repeated call or a denied tool is not run: the model is told once, and a second offence
     ends the run (``LOOP_DETECTED`` / ``TOOL_DENIED``). An exact repeat of *any* earlier call counts,
-    so an A-B-A-B cycle is caught at its third call; so does a repeat of an unreadable reply. A call with unsourced numbers (``check_sources``)
+    so an A-B-A-B cycle is caught at its third call. The same unreadable reply three times in a row
+    ends the run too. A call with unsourced numbers (``check_sources``)
     is refused once and runs when the model sends it again.
     """
 
@@ -140,8 +141,9 @@ class RunGuard:
     _unsourced_warned: set[str] = field(default_factory=set)
     _last: tuple[str, ToolInput, str] | None = None
     """The last call whose signature was computed: checking a call and recording it need it once."""
-    _unreadable: set[int] = field(default_factory=set)
-    """Hashes of the unreadable replies so far, white space normalised."""
+    _unreadable: tuple[int, int, int] = (0, 0, 0)
+    """The last unreadable reply: its step number, its hash (white space normalised), and how many
+    times in a row it was sent."""
 
     def __post_init__(self) -> None:
         self.deadline = Deadline(self.budget.max_seconds)
@@ -203,16 +205,16 @@ class RunGuard:
             stop=StopReason.LOOP_DETECTED if self._repeat_warnings > 1 else None,
         )
 
-    def check_unreadable(self, reply: str) -> StopReason | None:
-        """``LOOP_DETECTED`` when the model sends again an unreadable reply it sent before, after one
-        warning (a repeat counts as a repeated call does), else ``None``. Without it a model stuck on
-        one unreadable reply ran on with ``max_iterations=None`` until another budget ended it."""
+    def check_unreadable(self, step_number: int, reply: str) -> StopReason | None:
+        """``LOOP_DETECTED`` when the model sends the same unreadable reply a third time in a row (step
+        after step), else ``None``. Without it a model stuck on one unreadable reply ran on with
+        ``max_iterations=None`` until another budget ended it; replies apart, or different, are no loop."""
+        last_step, last_signature, times = self._unreadable
         signature = hash(" ".join(reply.split()))
-        if signature not in self._unreadable:
-            self._unreadable.add(signature)
-            return None
-        self._repeat_warnings += 1
-        return StopReason.LOOP_DETECTED if self._repeat_warnings > 1 else None
+        in_a_row = last_step == step_number - 1 and last_signature == signature
+        times = times + 1 if in_a_row else 1
+        self._unreadable = (step_number, signature, times)
+        return StopReason.LOOP_DETECTED if times >= 3 else None
 
     def check_unknown(self, step_number: int, tool: str, tool_input: ToolInput, observation: str) -> Verdict:
         """The verdict for a call to a tool that does not exist: ``observation`` the first time, a

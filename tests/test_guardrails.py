@@ -484,3 +484,16 @@ def test_each_text_is_read_once_for_the_numbers_a_call_may_use(monkeypatch: pyte
     # The question once, then each observation once; before, all of them again at every call.
     told = len("Start at 1.\n") + sum(len(step.observation) for step in result.steps)
     assert sum(map(len, read)) <= told
+
+
+def test_the_same_unreadable_reply_apart_or_after_a_repeated_call_is_not_a_loop() -> None:
+    replies = [
+        "",
+        action("search", "population of France"),
+        "",
+        action("search", "population of France"),  # a repeat: warned once
+        "",
+        final("68 million"),
+    ]
+    result = ExplicitReActAgent(ScriptedChatModel(replies), [search], max_iterations=None).run("q")
+    assert result.stop_reason is StopReason.SUCCESS and result.answer == "68 million"

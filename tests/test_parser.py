@@ -1099,3 +1099,26 @@ def test_a_real_tools_call_may_hold_an_expression_as_text(action: str, expected:
 def test_code_on_the_action_line_that_names_no_tool_is_still_refused() -> None:
     with pytest.raises(ParseError, match="no Action Input line"):
         parse("Thought: t\nAction: print(df.shape + 1)", tools=["python_repl"])
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        ("Thought: The '90s band. Action: search Action Input: Beatles' albums", "Beatles' albums"),
+        ("Thought: Let's get 'em. Action: search Action Input: the students' grades", "the students' grades"),
+        ('Thought: read "C:\\temp\\" Action: search Action Input: "C:\\temp\\a.txt"', "C:\\temp\\a.txt"),
+    ],
+)
+def test_apostrophes_in_a_thought_pair_with_nothing(reply: str, expected: str) -> None:
+    # Strings are looked for only in an Action Input: "'90s ... Beatles'" hid the labels between.
+    parsed = parse(reply, tools=["search"])
+    assert isinstance(parsed, Action) and parsed.tool_input == expected
+
+
+def test_apostrophes_in_a_one_line_final_answer_pair_with_nothing() -> None:
+    parsed = parse("Thought: I'll check the '90s data. Final Answer: The players' salaries rose.")
+    assert parsed == FinalAnswer(
+        "The players' salaries rose.",
+        "I'll check the '90s data.",
+        "Thought: I'll check the '90s data. Final Answer: The players' salaries rose.",
+    )
