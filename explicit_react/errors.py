@@ -47,11 +47,18 @@ def raised_by_callback_handler(error: BaseException) -> bool:
     read, nor a failed model call to retry. It is known by LangChain's event dispatch in its
     traceback."""
     trace = error.__traceback__
-    while trace is not None:
+    while trace is not None:  # from the frame that caught it inwards
         code = trace.tb_frame.f_code
         if code.co_name in _CALLBACK_DISPATCH and code.co_filename.replace("\\", "/").endswith(
             "langchain_core/callbacks/manager.py"
         ):
             return True
+        if code.co_name in _BODIES:  # raised inside the tool or the model: its own handlers, not ours
+            return False
         trace = trace.tb_next
     return False
+
+
+_BODIES = frozenset({"_run", "_arun", "_generate", "_agenerate", "_stream", "_astream", "_call", "_acall"})
+"""The methods that hold a LangChain tool's or model's own work: a handler that raised below one was
+the tool's own (a nested chain's), not one of the run's."""

@@ -423,3 +423,22 @@ def test_a_tool_output_whose_text_cannot_be_read_is_an_observation(tmp_path: Any
         result.steps[0].observation
         == "(a Opaque that cannot be shown as text: its str() raised RuntimeError)"
     )
+
+
+def test_a_tools_own_strict_handler_is_an_observation_not_a_veto() -> None:
+    class InnerGuard(BaseCallbackHandler):
+        raise_error = True
+
+        def on_chain_start(self, *args: Any, **kwargs: Any) -> None:
+            raise RuntimeError("inner budget exceeded")
+
+    from langchain_core.runnables import RunnableLambda
+
+    @tool
+    def guarded(query: str) -> str:
+        """Runs a chain of its own, with its own strict handler."""
+        return RunnableLambda(lambda x: x).invoke(query, {"callbacks": [InnerGuard()]})
+
+    result = ExplicitReActAgent(ScriptedChatModel([action("guarded", "x"), final("no")]), [guarded]).run("q")
+    assert result.stop_reason is StopReason.SUCCESS  # the run raised RuntimeError before
+    assert result.steps[0].observation == "Error: tool 'guarded' failed: RuntimeError: inner budget exceeded"
