@@ -13,9 +13,9 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import inspect
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -170,9 +170,25 @@ def run_to_completion(awaitable: Awaitable[T]) -> T:
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(awaited())
-    context = contextvars.copy_context()
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="explicit-react-await") as pool:
-        return pool.submit(context.run, asyncio.run, awaited()).result()
+    # A daemon thread, waited for without a pool: Ctrl-C reaches the caller at once, and a call
+    # that never ends does not keep the process from exiting (a pool's shutdown waited for it).
+    context, finished = contextvars.copy_context(), threading.Event()
+    values: list[T] = []
+    errors: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            values.append(context.run(asyncio.run, awaited()))
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            finished.set()
+
+    threading.Thread(target=target, daemon=True, name="explicit-react-await").start()
+    finished.wait()
+    if errors:
+        raise errors[0]
+    return values[0]
 
 
 async def _aperform(request: Call | Sleep | Notify, progress: _Progress) -> None:

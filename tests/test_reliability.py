@@ -442,3 +442,34 @@ def test_a_tools_own_strict_handler_is_an_observation_not_a_veto() -> None:
     result = ExplicitReActAgent(ScriptedChatModel([action("guarded", "x"), final("no")]), [guarded]).run("q")
     assert result.stop_reason is StopReason.SUCCESS  # the run raised RuntimeError before
     assert result.steps[0].observation == "Error: tool 'guarded' failed: RuntimeError: inner budget exceeded"
+
+
+def test_ctrl_c_reaches_a_sync_run_inside_a_loop_while_an_async_only_tool_runs() -> None:
+    # A notebook: its loop runs, and Ctrl-C raises KeyboardInterrupt in the main thread (SIGALRM here).
+    done: list[bool] = []
+    interrupted: list[bool] = []
+
+    @tool
+    async def slow(query: str) -> str:
+        """Take a while."""
+        await asyncio.sleep(3)
+        done.append(True)
+        return "late"
+
+    def interrupt(*_: Any) -> None:
+        raise KeyboardInterrupt
+
+    async def sync_run_inside_a_loop() -> None:
+        agent = ExplicitReActAgent(ScriptedChatModel([action("slow", "x"), final("ok")]), [slow])
+        signal.setitimer(signal.ITIMER_REAL, 0.3)
+        try:
+            agent.run("q")
+        except KeyboardInterrupt:
+            interrupted.append(not done)  # before, the interrupt waited for the tool's end
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        asyncio.run(sync_run_inside_a_loop())
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+    assert interrupted == [True]
