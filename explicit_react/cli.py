@@ -201,6 +201,7 @@ def build_tools(spec: str) -> list[BaseTool]:
 
 
 def _knowledge_tool(location: str) -> BaseTool:
+    from explicit_react.scratchpad import printable
     from explicit_react.tools import KnowledgeBaseTool
 
     path = Path(location).expanduser()
@@ -209,7 +210,7 @@ def _knowledge_tool(location: str) -> BaseTool:
             warnings.simplefilter("always")
             tool = KnowledgeBaseTool.from_folder(path)
         for warning in skipped:  # one line each, not Python's warning with its source line
-            print(f"{PROG}: warning: {warning.message}", file=sys.stderr)
+            print(f"{PROG}: warning: {printable(str(warning.message))}", file=sys.stderr)
         if not tool.passages:
             raise UsageError(f"--tools knowledge:{location}: the folder holds no .txt or .md files with text")
         return tool

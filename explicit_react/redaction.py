@@ -12,6 +12,7 @@ import os
 import re
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import quote
 
 REDACTED = "[redacted]"
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)
@@ -28,10 +29,12 @@ def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
 
 
 def _forms(value: str) -> set[str]:
-    """The ways a value can appear in text: as it is, stripped, and escaped inside a JSON string (a
-    tool's dict shown as JSON writes a password's quote or backslash as \\" or \\\\)."""
+    """The ways a value can appear in text: as it is, stripped, escaped inside a JSON string (a
+    tool's dict shown as JSON writes a password's quote or backslash as \\" or \\\\), inside a
+    Python string's repr, and URL-encoded (an HTTP error repeats the request's query)."""
     forms = {value, value.strip()}
-    return forms | {json.dumps(form, ensure_ascii=ascii)[1:-1] for form in forms for ascii in (False, True)}
+    escaped = {json.dumps(form, ensure_ascii=ascii)[1:-1] for form in forms for ascii in (False, True)}
+    return forms | escaped | {repr(form)[1:-1] for form in forms} | {quote(form, safe="") for form in forms}
 
 
 def redact(value: Any, secrets: list[str] | None = None) -> Any:

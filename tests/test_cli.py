@@ -456,6 +456,17 @@ def test_a_skipped_knowledge_file_is_a_one_line_warning(tmp_path: Path, capsys: 
     )
 
 
+def test_a_skipped_files_name_is_printed_without_its_control_characters(tmp_path: Path, capsys: Any) -> None:
+    folder = tmp_path / "kb"
+    folder.mkdir()
+    (folder / "notes.md").write_text("The launch code word is marmalade.")
+    (tmp_path / "private.txt").write_text("secret")
+    (folder / "\x1b]0;owned\x07\x1b[2J.txt").symlink_to(tmp_path / "private.txt")
+    cli.build_tools(f"knowledge:{folder}")
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\\x1b]0;owned\\x07\\x1b[2J.txt" in err
+
+
 def test_ctrl_c_while_the_agent_is_built_exits_130(monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
     def interrupted(args: Any) -> Any:
         raise KeyboardInterrupt

@@ -155,3 +155,12 @@ def test_every_trace_record_is_one_line_of_json_whatever_the_text(tmp_path: Path
     records = [json.loads(line) for line in lines]
     assert [r["event"] for r in records] == ["step", "result"]
     assert records[0]["observation"] == "Caf\udce9 au lait\u2028second\u2029third\x85fourth"
+
+
+def test_a_secret_in_a_python_repr_or_url_encoded_is_redacted(monkeypatch: Any) -> None:
+    secret = 'it\'s a "pass/word" + more'
+    monkeypatch.setenv("SERVICE_PASSWORD", secret)
+    from urllib.parse import quote
+
+    for text in (repr(secret), f"https://x.example/?p={quote(secret, safe='')}"):
+        assert "pass" not in redact(text), text

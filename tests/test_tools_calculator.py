@@ -232,3 +232,8 @@ def test_a_unit_glued_to_a_number_prints_no_python_warning(capfd: Any) -> None:
         warnings.simplefilter("always")
         assert calculator.invoke("12in * 3") == "36"
     assert "SyntaxWarning" not in capfd.readouterr().err
+
+
+@pytest.mark.parametrize("expression", ["x ^ 2", "price ^ 2", "2 ^ 3 + 1"])
+def test_an_unsupported_operator_is_named_before_its_operands_are_read(expression: str) -> None:
+    assert calculator.invoke(expression) == "Error: ^ is not a power operator here; use ** (e.g. 2 ** 10)"

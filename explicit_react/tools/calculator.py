@@ -279,6 +279,9 @@ class _Evaluator:
         chain = [node]
         while isinstance(chain[-1].left, ast.BinOp):
             chain.append(chain[-1].left)
+        for link in chain:  # an unsupported operator is named first, as the recursion named it
+            if type(link.op) not in _BINARY_OPERATORS:
+                raise CalculationError(_unsupported(link.op))
         value = self.visit(chain[-1].left)
         for link in reversed(chain):
             value = _checked(self._apply(link.op, value, self.visit(link.right)))
