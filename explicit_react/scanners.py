@@ -188,7 +188,7 @@ def call_arguments(args: str, *, expressions: bool = False) -> ToolInput | None:
     try:
         call = ast.parse(source, mode="eval").body
     except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return args if expressions else None
+        return _written_arguments(args) if expressions else None
     if not isinstance(call, ast.Call):  # "f(1) + (2)": the parentheses were not one call's
         return None
     text = source if expressions else None
@@ -209,6 +209,22 @@ def call_arguments(args: str, *, expressions: bool = False) -> ToolInput | None:
 
 
 _NOT_LITERAL = object()
+_KEYWORD = re.compile(r"\A(?P<name>[A-Za-z_]\w*+)\s*+=\s*+(?P<value>[^=].*)\Z", re.S)
+
+
+def _written_arguments(args: str) -> ToolInput | None:
+    """Arguments that are not Python, as written: ``capital of France``, or ``{"query": "capital of
+    France"}`` for ``query=capital of France``; ``None`` when the parentheses do not pair up (``Paris),
+    then calculator(2+3``: two calls on one line, not one call's arguments)."""
+    depth = 0
+    for char in args:
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if depth < 0:
+            return None
+    if depth:
+        return None
+    keyword = _KEYWORD.match(args)
+    return {keyword["name"]: keyword["value"].strip()} if keyword else args
 
 
 def _literal_or_text(node: ast.expr, source: str | None) -> Any:

@@ -1122,3 +1122,10 @@ def test_apostrophes_in_a_one_line_final_answer_pair_with_nothing() -> None:
         "I'll check the '90s data.",
         "Thought: I'll check the '90s data. Final Answer: The players' salaries rose.",
     )
+
+
+def test_text_in_a_call_must_pair_its_parentheses_and_a_keyword_names_its_argument() -> None:
+    with pytest.raises(ParseError):  # two calls on one line: 'Paris), then calculator(2+3' went to search
+        parse("Thought: t\nAction: search(Paris), then calculator(2+3)", tools=["search", "calculator"])
+    parsed = parse("Thought: t\nAction: search(query=capital of France)", tools=["search"])
+    assert isinstance(parsed, Action) and parsed.tool_input == {"query": "capital of France"}
