@@ -441,12 +441,18 @@ def test_an_empty_knowledge_folder_is_a_usage_error(tmp_path: Path, capsys: Any)
     assert_one_line_error(capsys.readouterr().err, "no .txt or .md files")
 
 
-def test_a_skipped_knowledge_file_is_a_one_line_warning(tmp_path: Path, capsys: Any) -> None:
+def folder_with_a_link_out(tmp_path: Path, link_name: str) -> Path:
+    """A knowledge folder holding notes.md and a link, named ``link_name``, to a file outside it."""
     folder = tmp_path / "kb"
     folder.mkdir()
     (folder / "notes.md").write_text("The launch code word is marmalade.")
     (tmp_path / "private.txt").write_text("secret")
-    (folder / "link.txt").symlink_to(tmp_path / "private.txt")
+    (folder / link_name).symlink_to(tmp_path / "private.txt")
+    return folder
+
+
+def test_a_skipped_knowledge_file_is_a_one_line_warning(tmp_path: Path, capsys: Any) -> None:
+    folder = folder_with_a_link_out(tmp_path, "link.txt")
     (tool,) = cli.build_tools(f"knowledge:{folder}")
     assert [passage.source for passage in tool.passages] == ["notes.md"]
     err = capsys.readouterr().err
@@ -457,12 +463,9 @@ def test_a_skipped_knowledge_file_is_a_one_line_warning(tmp_path: Path, capsys: 
 
 
 def test_a_skipped_files_name_is_printed_without_its_control_characters(tmp_path: Path, capsys: Any) -> None:
-    folder = tmp_path / "kb"
-    folder.mkdir()
-    (folder / "notes.md").write_text("The launch code word is marmalade.")
-    (tmp_path / "private.txt").write_text("secret")
-    (folder / "\x1b]0;owned\x07\x1b[2J.txt").symlink_to(tmp_path / "private.txt")
-    cli.build_tools(f"knowledge:{folder}")
+    cli.build_tools(
+        f"knowledge:{folder_with_a_link_out(tmp_path, chr(27) + ']0;owned' + chr(7) + chr(27) + '[2J.txt')}"
+    )
     err = capsys.readouterr().err
     assert "\x1b" not in err and "\\x1b]0;owned\\x07\\x1b[2J.txt" in err
 
