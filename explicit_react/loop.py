@@ -28,7 +28,7 @@ from explicit_react.executor import ToolExecutor, ToolOutcome
 from explicit_react.llm import Completion, ModelAdapter
 from explicit_react.parser import plain_text
 from explicit_react.policy import SOURCED_NUMBERS, Budget, RunGuard, sourced_numbers
-from explicit_react.prompt import Message, ToolSpec
+from explicit_react.prompt import Message, ToolSpec, load_template
 from explicit_react.scratchpad import ScratchpadLimits, truncate_middle
 from explicit_react.tool_input import agent_tool_input
 from explicit_react.transport import Transport, Turn
@@ -398,8 +398,25 @@ def _cut_note(cut: int, limit: int | None) -> str:
 
 def _answer_at_limit(turn: Turn, fallback: str) -> str:
     """The answer in the tool-free call's reply: its Final Answer, or the reply itself when it is
-    plain prose; a reply that still asks for a tool, or is empty, gives ``fallback``."""
+    plain prose; a reply that still asks for a tool, is empty, or only repeats the prompt's own
+    placeholder for the answer, gives ``fallback``."""
     if isinstance(turn.decision, FinalAnswer) and turn.decision.answer.strip():
-        return turn.decision.answer
-    prose = plain_text(turn.text) if turn.decision is None else None
-    return prose or fallback
+        answer = turn.decision.answer
+    else:
+        answer = (plain_text(turn.text) if turn.decision is None else None) or ""
+    return fallback if not answer.strip() or _is_placeholder(answer) else answer
+
+
+def _is_placeholder(answer: str) -> bool:
+    """Whether ``answer`` is the prompt's description of an answer ("the answer, in the units the
+    question asks for"), which a small model at a limit wrote back as its answer."""
+    written = " ".join(answer.lower().strip(" .").split())
+    return written in _PLACEHOLDERS
+
+
+_PLACEHOLDERS = frozenset(
+    " ".join(line.split(":", 1)[1].lower().strip(" .").split())
+    for name in ("format", "final_answer")
+    for line in load_template(name).splitlines()
+    if line.startswith("Final Answer:")
+)

@@ -497,3 +497,14 @@ def test_the_same_unreadable_reply_apart_or_after_a_repeated_call_is_not_a_loop(
     ]
     result = ExplicitReActAgent(ScriptedChatModel(replies), [search], max_iterations=None).run("q")
     assert result.stop_reason is StopReason.SUCCESS and result.answer == "68 million"
+
+
+def test_the_prompts_placeholder_written_back_at_a_limit_is_no_answer() -> None:
+    # Qwen 1.5B at a limit on a fresh seed: "Final Answer: the answer, in the units the question asks for".
+    replies = [
+        action("search", "a"),
+        "Thought: t\nFinal Answer: The answer, in the units the question asks for.",
+    ]
+    result = ExplicitReActAgent(ScriptedChatModel(replies), [search], max_iterations=1).run("q")
+    assert result.stop_reason is StopReason.MAX_ITERATIONS
+    assert result.answer == "I could not find an answer within the allowed number of steps."
