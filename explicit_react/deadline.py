@@ -94,8 +94,12 @@ def call_with_timeout(fn: Callable[[], T], timeout: float | None) -> T:
     Python cannot kill a thread, so a call that never returns keeps its thread until it does (a
     daemon thread never keeps the process from exiting).
     """
-    if timeout is None:
-        return fn()
+    return fn() if timeout is None else call_in_daemon(fn, timeout)
+
+
+def call_in_daemon(fn: Callable[[], T], timeout: float | None = None) -> T:
+    """Run ``fn()`` in a daemon thread and wait for it, at most ``timeout`` seconds (``None``: for as
+    long as it takes). Ctrl-C reaches the caller at once, and the call is given up then too."""
     outcome: dict[str, Any] = {}
     finished = threading.Event()
 
@@ -105,7 +109,8 @@ def call_with_timeout(fn: Callable[[], T], timeout: float | None) -> T:
 
     given_up = _start_daemon(fn, done)
     try:
-        in_time = finished.wait(min(max(timeout, 0.0), threading.TIMEOUT_MAX))  # 1e10 s overflows the wait
+        # 1e10 s overflows the wait
+        in_time = finished.wait(None if timeout is None else min(max(timeout, 0.0), threading.TIMEOUT_MAX))
     except BaseException:  # Ctrl-C while waiting: the call is given up too
         given_up.set()
         raise

@@ -13,13 +13,12 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import inspect
-import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from explicit_react.deadline import acall_in_thread, acall_with_timeout, call_with_timeout
+from explicit_react.deadline import acall_in_thread, acall_with_timeout, call_in_daemon, call_with_timeout
 
 T = TypeVar("T")
 
@@ -170,25 +169,9 @@ def run_to_completion(awaitable: Awaitable[T]) -> T:
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(awaited())
-    # A daemon thread, waited for without a pool: Ctrl-C reaches the caller at once, and a call
-    # that never ends does not keep the process from exiting (a pool's shutdown waited for it).
-    context, finished = contextvars.copy_context(), threading.Event()
-    values: list[T] = []
-    errors: list[BaseException] = []
-
-    def target() -> None:
-        try:
-            values.append(context.run(asyncio.run, awaited()))
-        except BaseException as exc:
-            errors.append(exc)
-        finally:
-            finished.set()
-
-    threading.Thread(target=target, daemon=True, name="explicit-react-await").start()
-    finished.wait()
-    if errors:
-        raise errors[0]
-    return values[0]
+    # A daemon thread, not a pool: Ctrl-C reaches the caller at once, and a call that never ends does
+    # not keep the process from exiting (a pool's shutdown waited for it).
+    return call_in_daemon(lambda: asyncio.run(awaited()))
 
 
 async def _aperform(request: Call | Sleep | Notify, progress: _Progress) -> None:
