@@ -16,6 +16,7 @@ import dataclasses
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any, Literal, Protocol
 
 from langchain_core.agents import AgentAction
@@ -410,13 +411,19 @@ def _answer_at_limit(turn: Turn, fallback: str) -> str:
 def _is_placeholder(answer: str) -> bool:
     """Whether ``answer`` is the prompt's description of an answer ("the answer, in the units the
     question asks for"), which a small model at a limit wrote back as its answer."""
-    written = " ".join(answer.lower().strip(" .").split())
-    return written in _PLACEHOLDERS
+    return _words(answer) in _placeholders()
 
 
-_PLACEHOLDERS = frozenset(
-    " ".join(line.split(":", 1)[1].lower().strip(" .").split())
-    for name in ("format", "final_answer")
-    for line in load_template(name).splitlines()
-    if line.startswith("Final Answer:")
-)
+@cache
+def _placeholders() -> frozenset[str]:
+    """The Final Answer lines of the reply formats the prompts show (read when first needed)."""
+    return frozenset(
+        _words(line.split(":", 1)[1])
+        for name in ("format", "final_answer")
+        for line in load_template(name).splitlines()
+        if line.startswith("Final Answer:")
+    )
+
+
+def _words(text: str) -> str:
+    return " ".join(text.lower().strip(" .").split())

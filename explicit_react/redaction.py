@@ -22,7 +22,7 @@ _MIN_CHARS = 8  # shorter values are too likely to be ordinary words or numbers
 def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
     """Values (8 characters or longer) of the environment variables whose names look secret, and
     the same values with surrounding white space removed (a client given a key from a file with
-    CRLF line ends sends it stripped) and escaped as in a JSON string; the longest first."""
+    CRLF line ends sends it stripped), and their escaped forms (``_forms``); the longest first."""
     env = os.environ if environ is None else environ
     values = {form for name, value in env.items() if _SECRET_NAME.search(name) for form in _forms(value)}
     return sorted((v for v in values if len(v) >= _MIN_CHARS), key=len, reverse=True)

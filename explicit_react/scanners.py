@@ -218,9 +218,12 @@ def _written_arguments(args: str) -> ToolInput | None:
     then calculator(2+3``: two calls on one line, not one call's arguments)."""
     depth = 0
     for char in args:
-        depth += {"(": 1, ")": -1}.get(char, 0)
-        if depth < 0:
-            return None
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth < 0:
+                return None
     if depth:
         return None
     keyword = _KEYWORD.match(args)

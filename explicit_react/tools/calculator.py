@@ -289,12 +289,10 @@ class _Evaluator:
 
     @staticmethod
     def _apply(operator: ast.operator, left: Number, right: Number) -> Number:
-        binary = _BINARY_OPERATORS.get(type(operator))
-        if binary is None:
-            raise CalculationError(_unsupported(operator))
+        """``left operator right``, for an operator ``_visit_BinOp`` has checked is supported."""
         if isinstance(operator, ast.Pow):
             _check_power(left, right)
-        result: Number = binary(left, right)
+        result: Number = _BINARY_OPERATORS[type(operator)](left, right)
         return result
 
     def _visit_Call(self, node: ast.Call) -> Number:
