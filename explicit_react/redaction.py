@@ -30,11 +30,17 @@ def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
 
 def _forms(value: str) -> set[str]:
     """The ways a value can appear in text: as it is, stripped, escaped inside a JSON string (a
-    tool's dict shown as JSON writes a password's quote or backslash as \\" or \\\\), inside a
-    Python string's repr, and URL-encoded (an HTTP error repeats the request's query)."""
+    tool's dict shown as JSON writes a password's quote or backslash as \\" or \\\\), escaped
+    twice (a JSON string inside a JSON document), inside a Python string's repr, and URL-encoded (an
+    HTTP error repeats the request's query)."""
     forms = {value, value.strip()}
-    escaped = {json.dumps(form, ensure_ascii=ascii)[1:-1] for form in forms for ascii in (False, True)}
-    return forms | escaped | {repr(form)[1:-1] for form in forms} | {quote(form, safe="") for form in forms}
+    once = _json_escaped(forms)
+    return forms | once | _json_escaped(once) | {repr(f)[1:-1] for f in forms} | {quote(f, safe="") for f in forms}
+
+
+def _json_escaped(forms: set[str]) -> set[str]:
+    """Each form as written inside a JSON string, with non-ASCII kept and escaped."""
+    return {json.dumps(form, ensure_ascii=ascii)[1:-1] for form in forms for ascii in (False, True)}
 
 
 def redact(value: Any, secrets: list[str] | None = None) -> Any:

@@ -132,6 +132,23 @@ def test_a_password_escaped_in_a_json_observation_is_redacted(tmp_path: Path, mo
     assert "hunter2" not in written and "[redacted]" in written
 
 
+def test_a_password_escaped_twice_json_inside_json_is_redacted(tmp_path: Path, monkeypatch: Any) -> None:
+    password = 'hunter2"pass\\word'
+    monkeypatch.setenv("DB_PASSWORD", password)
+
+    @tool
+    def settings(name: str) -> dict:
+        """The service's settings: one field holds the connection's own settings as a JSON string."""
+        return {"user": "app", "connection": json.dumps({"password": password})}
+
+    path = tmp_path / "trace.jsonl"
+    model = ScriptedChatModel([action("settings", "db"), final("ok")])
+    result = ExplicitReActAgent(model, [settings], trace_path=path).run("q")
+    assert 'hunter2\\\\\\"pass' in result.steps[0].observation  # escaped twice in what the model read
+    written = path.read_text()
+    assert "hunter2" not in written and "[redacted]" in written
+
+
 def test_a_key_set_after_the_agent_was_built_is_redacted(tmp_path: Path, monkeypatch: Any) -> None:
     path = tmp_path / "trace.jsonl"
     model = ScriptedChatModel([action("search", "x"), final(f"the key is {KEY}")])
