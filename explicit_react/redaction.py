@@ -35,7 +35,8 @@ def _forms(value: str) -> set[str]:
     HTTP error repeats the request's query)."""
     forms = {value, value.strip()}
     once = _json_escaped(forms)
-    return forms | once | _json_escaped(once) | {repr(f)[1:-1] for f in forms} | {quote(f, safe="") for f in forms}
+    quoted = {repr(form)[1:-1] for form in forms} | {quote(form, safe="") for form in forms}
+    return forms | once | _json_escaped(once) | quoted
 
 
 def _json_escaped(forms: set[str]) -> set[str]:
