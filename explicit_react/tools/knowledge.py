@@ -27,6 +27,9 @@ STOPWORDS = frozenset(
     }
 )  # fmt: skip
 FOLDER_SUFFIXES = (".txt", ".md")
+MAX_QUERY_WORDS = 32
+"""A query is scored on its 32 rarest distinct words: each costs a pass over every passage, in the
+agent's process (a 1,000-character query of distinct words took seconds over 20,000 passages)."""
 
 
 @dataclass(frozen=True)
@@ -238,10 +241,11 @@ class KnowledgeBaseTool(BaseTool):
             self._index = BM25Plus(tokenized)
         # Each distinct word is scored once, times its count (a word no passage holds scores 0):
         # scoring the query word by word took seconds for a long query over 100,000 passages.
+        counts = _rarest(Counter(words), self._index.idf)
         scores = self._index.get_scores([])
-        for word, count in Counter(w for w in words if w in self._index.idf).items():
+        for word, count in counts.items():
             scores += count * self._index.get_scores([word])
-        wanted = set(words)
+        wanted = set(counts)
         ranked = sorted(
             (index for index, passage_words in enumerate(self._passage_words) if wanted & passage_words),
             key=lambda index: (-len(wanted & self._passage_words[index]), -scores[index], index),
@@ -297,6 +301,14 @@ class KnowledgeBaseTool(BaseTool):
             f"{number}. [{passage.source}] {passage.text}"
             for number, (_, passage) in enumerate(results, start=1)
         )
+
+
+def _rarest(counts: Counter[str], idf: Mapping[str, float]) -> Counter[str]:
+    """The words of ``counts`` (a query's) that some passage holds (``idf``), and only the
+    ``MAX_QUERY_WORDS`` rarest of them: a word no passage holds scores nothing and matches nothing."""
+    known = [word for word in counts if word in idf]
+    kept = known if len(known) <= MAX_QUERY_WORDS else sorted(known, key=lambda w: -idf[w])[:MAX_QUERY_WORDS]
+    return Counter({word: counts[word] for word in kept})
 
 
 def _folder_files(root: Path, suffixes: tuple[str, ...]) -> Iterable[tuple[Path, str]]:
