@@ -87,11 +87,13 @@ def read_context(context: Any) -> Context:
     turns: list[tuple[str, str]] = []
     for item in context:
         if isinstance(item, BaseMessage):
-            turns.append((_speaker(item.type), item.text.strip()))
+            calls = getattr(item, "tool_calls", None)
+            turns.append((_speaker(item.type), item.text.strip() or _called(calls)))
         elif _is_pair(item):
             turns.append((_speaker(item[0]), str(item[1]).strip()))
         elif isinstance(item, Mapping) and "role" in item and "content" in item:
-            turns.append((_speaker(str(item["role"])), _text(item["content"]).strip()))
+            said = _text(item["content"]).strip() or _called(item.get("tool_calls"))
+            turns.append((_speaker(str(item["role"])), said))
         elif isinstance(item, str):
             documents.append(ContextDocument(item))
         else:
@@ -132,6 +134,8 @@ def _text(content: Any) -> str:
     """Message content as text: a string, or the text parts of a list of content blocks."""
     if isinstance(content, str):
         return content
+    if content is None:  # OpenAI's format: an assistant turn that only called tools
+        return ""
     if isinstance(content, list):
         return "".join(
             b if isinstance(b, str) else str(b.get("text", ""))
@@ -139,6 +143,19 @@ def _text(content: Any) -> str:
             if isinstance(b, (str, Mapping))
         )
     return str(content)
+
+
+def _called(tool_calls: Any) -> str:
+    """What a turn with no text did: the tools it called (LangChain's ``tool_calls`` or OpenAI's
+    ``{"function": {"name": ...}}``), as ``(called search, calculator)``; "" for none."""
+    if not isinstance(tool_calls, list):
+        return ""
+    names = [
+        str(call.get("name") or (call.get("function") or {}).get("name") or "a tool")
+        for call in tool_calls
+        if isinstance(call, Mapping)
+    ]
+    return f"(called {', '.join(names)})" if names else ""
 
 
 def _is_pair(item: Any) -> bool:

@@ -77,6 +77,7 @@ class GeneralQAAgent:
             parts = dataclasses.replace(
                 parts, text="", documents=(*parts.documents, ContextDocument(parts.text))
             )
+        parts = dataclasses.replace(parts, turns=latest_turns(parts.turns, MAX_INLINE_CHARS))
         documents = parts.documents
         too_many = (
             len(documents) > MAX_INLINE_DOCUMENTS or sum(len(d.content) for d in documents) > MAX_INLINE_CHARS
@@ -102,3 +103,19 @@ class GeneralQAAgent:
             "usage": result.usage.to_dict(),
             "elapsed_seconds": result.elapsed_seconds,
         }
+
+
+def latest_turns(turns: tuple[tuple[str, str], ...], max_chars: int) -> tuple[tuple[str, str], ...]:
+    """The latest conversation turns that fit in ``max_chars`` (the last one always, cut in the
+    middle if it alone is longer), after a note of how many earlier ones are left out: a service's
+    chat history grows without end, and every turn in the prompt is read again at every step."""
+    kept: list[tuple[str, str]] = []
+    used = 0
+    for who, said in reversed(turns):
+        used += len(who) + len(said) + 3
+        if kept and used > max_chars:
+            break
+        kept.append((who, said if kept else truncate_middle(said, max_chars)))
+    left_out = len(turns) - len(kept)
+    note = [("System", f"{left_out} earlier turns of the conversation are left out.")] if left_out else []
+    return (*note, *reversed(kept))

@@ -9,7 +9,7 @@ from langchain_core.tools import tool
 
 from explicit_react import GeneralQAAgent
 from explicit_react.errors import ConfigurationError
-from explicit_react.qa import MAX_INLINE_DOCUMENTS, format_context
+from explicit_react.qa import MAX_INLINE_CHARS, MAX_INLINE_DOCUMENTS, format_context
 from explicit_react.testing import ScriptedChatModel
 from explicit_react.tools import KnowledgeBaseTool
 from tests.helpers import action, final, search
@@ -119,3 +119,25 @@ def test_a_tool_named_like_the_context_search_is_refused_at_construction(own: ob
     with pytest.raises(ConfigurationError, match=r"keeps the tool name 'knowledge_search'.*rename it"):
         GeneralQAAgent(model, [search, own])
     assert model.calls == []
+
+
+def test_an_assistant_turn_with_no_content_is_not_written_as_none() -> None:
+    # OpenAI's format: the assistant turn that called a tool has content None.
+    history = [
+        {"role": "user", "content": "look up X"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "1", "type": "function"}]},
+        {"role": "tool", "content": "X is 5", "tool_call_id": "1"},
+    ]
+    model = ScriptedChatModel([final("5")])
+    GeneralQAAgent(model, tools=[]).answer("What is X?", history)
+    assert "None" not in model.calls[0].prompt and "X is 5" in model.calls[0].prompt
+
+
+def test_a_long_conversation_keeps_its_latest_turns_within_the_inline_limit() -> None:
+    turns = [{"role": "user", "content": f"turn {i}: " + "blah " * 200} for i in range(2000)]
+    model = ScriptedChatModel([final("ok")])
+    GeneralQAAgent(model, tools=[]).answer("What did I say last?", turns)
+    prompt = model.calls[0].prompt
+    assert "turn 1999:" in prompt and "turn 0:" not in prompt
+    assert len(prompt) < MAX_INLINE_CHARS + 5_000
+    assert "earlier turns of the conversation are left out" in prompt
