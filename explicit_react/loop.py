@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -33,7 +34,7 @@ from explicit_react.prompt import Message, ToolSpec, load_template
 from explicit_react.scratchpad import ScratchpadLimits, truncate_middle
 from explicit_react.tool_input import agent_tool_input
 from explicit_react.transport import Transport, Turn
-from explicit_react.types import Action, AgentResult, FinalAnswer, Step, StopReason, TokenUsage
+from explicit_react.types import Action, AgentResult, FinalAnswer, Step, StopReason, TokenUsage, current_run
 
 
 class RunListener(Protocol):
@@ -187,6 +188,8 @@ class ReActLoop:
         """Think → Act → Observe until a final answer or a stop; yields each step as it completes,
         and leaves the result in ``run.result``."""
         guard = run.guard
+        if self.listeners:
+            current_run.set(uuid.uuid4().hex[:12])
         while (stop := guard.stop_before_turn(len(run.steps))) is None:
             if self.listeners:
                 yield Notify(self.listeners, "on_turn_start", (len(run.steps) + 1, self.max_iterations))

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from explicit_react.redaction import redact, redact_cut, secret_values
-from explicit_react.types import AgentResult, Step
+from explicit_react.types import AgentResult, Step, current_run
 
 __all__ = ["JsonlTrace", "redact", "secret_values"]
 
@@ -25,7 +25,8 @@ record is one line however it is read."""
 class JsonlTrace:
     """A run listener that appends JSON lines to ``path``, flushed after each one so a crash loses nothing.
 
-    Each line has ``event`` (``"step"`` or ``"result"``) and a timestamp; secret-looking environment
+    Each line has ``event`` (``"step"`` or ``"result"``), a timestamp and ``run``, the id of its run
+    (``types.current_run``: runs at once share the file); secret-looking environment
     values are redacted, and no environment values are written.
     """
 
@@ -50,11 +51,18 @@ class JsonlTrace:
     def on_step(self, step: Step, turn: int, max_turns: int | None) -> None:
         """Write one step."""
         self._write(
-            {"event": "step", "time": time.time(), "turn": turn, "max_turns": max_turns, **step.to_dict()}
+            {
+                "event": "step",
+                "time": time.time(),
+                "run": current_run.get(),
+                "turn": turn,
+                "max_turns": max_turns,
+                **step.to_dict(),
+            }
         )
 
     def on_result(self, result: AgentResult) -> None:
         """Write the result (its steps were written already)."""
         data = result.to_dict()
         data["steps"] = len(result.steps)
-        self._write({"event": "result", "time": time.time(), **data})
+        self._write({"event": "result", "time": time.time(), "run": current_run.get(), **data})

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -211,3 +212,9 @@ def _finite(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_finite(item) for item in value]
     return value
+
+
+current_run: ContextVar[str | None] = ContextVar("explicit_react_run", default=None)
+"""The id of the run whose listeners are being called (set when a run with listeners starts): runs
+at once in one process (``abatch``, ``aanswer_all``) share their listeners, and a trace tells its
+lines apart by it. Each asyncio task and each thread has its own."""

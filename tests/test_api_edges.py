@@ -158,3 +158,26 @@ def test_an_async_listener_that_raises_fails_the_run_under_run_as_under_arun(ent
             agent.run("q")
         else:
             asyncio.run(agent.arun("q"))
+
+
+def test_trace_records_of_concurrent_runs_say_which_run_they_belong_to(tmp_path: Path) -> None:
+    async def complete(messages: list[dict[str, str]]) -> str:
+        prompt = "\n".join(m["content"] for m in messages)
+        await asyncio.sleep(0.01)  # the runs take turns
+        city = "Paris" if "Question: Paris" in prompt else "Rome"
+        looked = prompt.count(f"Action Input: population of {city}")
+        return final(city) if looked >= 2 else action("search", f"population of {city} ({looked})")
+
+    path = tmp_path / "trace.jsonl"
+    agent = ExplicitReActAgent(complete, [search], trace_path=path)
+
+    async def both() -> None:
+        await asyncio.gather(agent.arun("Paris"), agent.arun("Rome"))
+
+    asyncio.run(both())
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    runs = {r["question"]: r["run"] for r in records if r["event"] == "result"}
+    assert len(set(runs.values())) == 2
+    for question, run in runs.items():
+        steps = [r for r in records if r["event"] == "step" and r["run"] == run]
+        assert len(steps) == 2 and all(question in s["action_input"] for s in steps)
