@@ -22,7 +22,16 @@ from explicit_react.drivers import Call, Machine
 from explicit_react.errors import ConfigurationError, raised_by_callback_handler
 from explicit_react.prompt import ToolSpec
 from explicit_react.redaction import error_message
-from explicit_react.tool_input import UNPARSED, agent_tool_input, as_text, fit_input, too_deep_text
+from explicit_react.tool_input import (
+    UNPARSED,
+    agent_tool_input,
+    as_text,
+    fit_input,
+    takes_text,
+    text_only,
+    too_deep_text,
+    type_name,
+)
 from explicit_react.types import ToolInput
 
 __all__ = [  # agent_tool_input and too_deep_text live in tool_input; importable here as before
@@ -65,6 +74,8 @@ def as_tool(obj: BaseTool | Callable[..., Any]) -> BaseTool:
 
 def tool_spec(t: BaseTool) -> ToolSpec:
     """The prompt's view of a LangChain tool."""
+    if isinstance(t, Tool) and t.args_schema is None:  # its tool_call_schema is Tool._run's signature
+        return ToolSpec(t.name, t.description, t.args, tuple(t.args))
     schema = t.tool_call_schema
     if isinstance(schema, dict):
         props, required = schema.get("properties", {}), schema.get("required", [])
@@ -158,9 +169,21 @@ class ToolExecutor:
         return self.tools[real], fitted, None
 
     def _schema_hint(self, name: str, problem: str) -> str:
+        return f"Error: invalid input for tool {name!r}: {problem}. Expected Action Input: {self._expected(name)}"
+
+    def _expected(self, name: str) -> str:
+        """What Action Input tool ``name`` takes, as the prompt shows it: JSON of its arguments, plain
+        text for one text argument, ``{"n": integer}`` for one argument of another kind, nothing
+        for none. Never "plain text" for an input that text does not fill."""
         spec = self.specs[name]
-        expected = spec.describe().split("Action Input: ", 1)[-1] if spec.takes_json else "plain text"
-        return f"Error: invalid input for tool {name!r}: {problem}. Expected Action Input: {expected}"
+        if spec.takes_json:
+            return spec.describe().split("Action Input: ", 1)[-1]
+        if not spec.args:
+            return "nothing (the tool takes no input)"
+        (arg, schema), *_ = spec.args.items()
+        if takes_text(self.tools[name]) or text_only(schema):
+            return "plain text"
+        return f'{{"{arg}": {type_name(schema)}{"" if arg in spec.required else " (optional)"}}}'
 
     def _finish(self, t: BaseTool, output: Any, started: float) -> ToolOutcome:
         if isinstance(output, ToolMessage):  # a content_and_artifact tool: keep both (see _call_id)

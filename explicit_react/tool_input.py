@@ -35,12 +35,19 @@ def fit_input(t: BaseTool, spec: ToolSpec, tool_input: ToolInput) -> str | dict[
     JSON-like is parsed for a schema tool. Positional values (``multiply(6, 7)`` gives a list,
     ``multiply[6, 7]`` the text ``6, 7``) fill a schema tool's arguments in order. What cannot
     fit is left for the schema to reject (text that is no arguments at all: ``{UNPARSED: text}``).
+
+    As in langchain_core: a tool of no arguments runs with none, whatever the model wrote; text for
+    a tool whose arguments are all optional goes to the first one. A one-key object whose value is
+    not text reaches a text argument as its JSON (the classic ``json.loads`` recipe).
     """
     if takes_text(t):
         if isinstance(tool_input, dict) and len(tool_input) == 1:
-            return as_text(next(iter(tool_input.values())))
+            value = next(iter(tool_input.values()))
+            return value if isinstance(value, str) else as_text(tool_input)
         return as_text(tool_input)
     arg_names = list(spec.args)
+    if not arg_names:  # langchain_core calls such a tool with no arguments whatever its input
+        return {}
     only_arg = (
         arg_names[0] if len(arg_names) == 1 else (spec.required[0] if len(spec.required) == 1 else None)
     )
@@ -48,26 +55,36 @@ def fit_input(t: BaseTool, spec: ToolSpec, tool_input: ToolInput) -> str | dict[
         parsed = _json_object(tool_input)
         if parsed is not None and (only_arg is None or only_arg in parsed or len(arg_names) > 1):
             return parsed
+        # The argument that takes the text whole: the only one, the only required one, or (none
+        # required) a first one that takes text. Such text is never split on its commas.
+        text_arg = only_arg or (
+            arg_names[0] if not spec.required and _takes_text(spec.args[arg_names[0]]) else None
+        )
         # "6, 7" fills the arguments in order only when no single argument takes the text whole
         if (
             parsed is None
-            and only_arg is None
+            and text_arg is None
             and (in_order := _in_order(spec, _positional_values(tool_input)))
         ):
             return in_order
-        if only_arg is not None:
-            return {only_arg: tool_input}
+        if text_arg is not None:
+            return {text_arg: tool_input}
+        if not spec.required:  # langchain_core's rule: the first argument; its schema converts or refuses
+            return {arg_names[0]: tool_input} if tool_input.strip() else {}
         return {UNPARSED: tool_input}
     if isinstance(tool_input, list):
         if in_order := _in_order(spec, tool_input):
             return in_order
         return {only_arg: tool_input} if only_arg else {UNPARSED: json.dumps(tool_input)}
     if len(arg_names) == 1 and arg_names[0] not in tool_input:
-        if len(tool_input) == 1:
-            return {arg_names[0]: next(iter(tool_input.values()))}
         # A JSON object for a tool with one argument: a text argument gets the JSON itself (the
-        # classic recipe for several values, a tool that calls json.loads), an object one the dict.
-        kind = spec.args[arg_names[0]].get("type")
+        # classic recipe for several values, or one that is not text, for a tool that calls
+        # json.loads), an object one the dict; one text value under another key is that value.
+        kind = "string" if text_only(spec.args[arg_names[0]]) else spec.args[arg_names[0]].get("type")
+        if len(tool_input) == 1:
+            value = next(iter(tool_input.values()))
+            if kind != "string" or isinstance(value, str):
+                return {arg_names[0]: value}
         if kind in ("string", "object"):
             return {arg_names[0]: as_text(tool_input) if kind == "string" else dict(tool_input)}
     return dict(tool_input)
@@ -128,6 +145,32 @@ def _json_object(text: str) -> dict[str, Any] | None:
             return None  # json_repair's time grows with the square of these: 19 KB of '{"' took 9 s
         value = json_repair.loads(stripped)
     return value if isinstance(value, dict) else None
+
+
+def type_name(schema: Any) -> str:
+    """An argument's type as the prompt shows it: ``integer``, ``string|integer``, else ``value``."""
+    return "|".join(str(t) for t in _types(schema) or [] if t not in (None, "null")) or "value"
+
+
+def _types(schema: Any) -> list[Any] | None:
+    """The JSON types an argument's schema allows (``anyOf`` options too); ``None`` when untyped."""
+    if "type" in schema:
+        kind = schema["type"]
+        return list(kind) if isinstance(kind, list) else [kind]
+    if "anyOf" in schema:
+        return [t for option in schema["anyOf"] for t in (_types(option) or [None])]
+    return None if not ({"$ref", "allOf", "oneOf", "enum", "const"} & set(schema)) else [None]
+
+
+def _takes_text(schema: Any) -> bool:
+    """True when an argument accepts a string: typed as one (alone or among others), or untyped."""
+    types = _types(schema)
+    return types is None or "string" in types
+
+
+def text_only(schema: Any) -> bool:
+    """True when an argument takes a string and no other value (``null`` aside)."""
+    return [t for t in _types(schema) or [None] if t != "null"] == ["string"]
 
 
 def _in_order(spec: ToolSpec, values: Sequence[Any]) -> dict[str, Any] | None:
