@@ -21,7 +21,7 @@ from explicit_react.deadline import CallTimedOut, Deadline, DeadlineExceeded
 from explicit_react.drivers import Call, Machine
 from explicit_react.errors import ConfigurationError, raised_by_callback_handler
 from explicit_react.prompt import ToolSpec
-from explicit_react.redaction import error_message
+from explicit_react.redaction import current_secrets, error_message, redact
 from explicit_react.tool_input import (
     UNPARSED,
     agent_tool_input,
@@ -85,6 +85,14 @@ def tool_spec(t: BaseTool) -> ToolSpec:
     return ToolSpec(t.name, t.description, props, tuple(required))
 
 
+def _schema_args(t: BaseTool) -> frozenset[str]:
+    """Every argument of ``t``'s input schema, those hidden from the model (``tool_call_schema``) too."""
+    schema = t.args_schema
+    if isinstance(schema, dict):
+        return frozenset(schema.get("properties", {}))
+    return frozenset(getattr(schema, "model_fields", ()))
+
+
 def normalize_name(name: str) -> str:
     """Tool names compared loosely: case, spaces, dashes and underscores ignored."""
     return "".join(ch for ch in name.lower() if ch.isalnum())
@@ -106,6 +114,9 @@ class ToolExecutor:
                 "(rename one with tool.name = ...)"
             )
         self.specs = {t.name: tool_spec(t) for t in tools}
+        # Arguments the application sets (LangChain's InjectedToolArg): hidden from the model, so
+        # never taken from its input (a model could run get_order as another user_id).
+        self._hidden = {t.name: _schema_args(t) - frozenset(self.specs[t.name].args) for t in tools}
         self._loose = {normalize_name(name): name for name in self.tools}
 
     def resolve(self, name: str) -> str | None:
@@ -166,6 +177,8 @@ class ToolExecutor:
                     real,
                 ),
             )
+        if isinstance(fitted, dict) and (hidden := self._hidden[real]):
+            fitted = {key: value for key, value in fitted.items() if key not in hidden}
         return self.tools[real], fitted, None
 
     def _schema_hint(self, name: str, problem: str) -> str:
@@ -188,7 +201,8 @@ class ToolExecutor:
     def _finish(self, t: BaseTool, output: Any, started: float) -> ToolOutcome:
         if isinstance(output, ToolMessage):  # a content_and_artifact tool: keep both (see _call_id)
             output = (output.content, output.artifact)
-        observation = observation_text(tool_content(t, output))
+        # Redacted: a tool's own error text (a handled ToolException) may repeat a request, key and all.
+        observation = redact(observation_text(tool_content(t, output)), current_secrets())
         error = "tool_error" if observation.startswith("Error") else None
         outcome = ToolOutcome(
             observation, output, error, time.monotonic() - started, t.return_direct and not error
@@ -201,8 +215,14 @@ class ToolExecutor:
     def _failed(self, t: BaseTool, exc: BaseException, started: float, timeout: float | None) -> ToolOutcome:
         seconds = time.monotonic() - started
         if isinstance(exc, ValidationError):
+            hidden = self._hidden.get(t.name, frozenset())
             problems = "; ".join(
-                f"argument {'.'.join(map(str, e['loc'])) or '(input)'!r}: {e['msg']}" for e in exc.errors()
+                dict.fromkeys(
+                    "a value the application gives is missing (not one for you to give)"
+                    if e["loc"] and e["loc"][0] in hidden
+                    else f"argument {'.'.join(map(str, e['loc'])) or '(input)'!r}: {e['msg']}"
+                    for e in exc.errors()
+                )
             )
             return ToolOutcome(self._schema_hint(t.name, problems), error="invalid_input", seconds=seconds)
         if isinstance(exc, CallTimedOut):
@@ -256,7 +276,7 @@ class ToolExecutor:
             if binding:
                 raise DeadlineExceeded(f"time ran out while tool {t.name!r} was running") from exc
             return self._failure(t, exc, started, limit)
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:  # a careless library's sys.exit() is the tool's failure
             if raised_by_callback_handler(exc):
                 raise
             return self._failure(t, exc, started, limit)

@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 from collections.abc import Mapping
+from math import inf
 from typing import Any
 from urllib.parse import quote
 
@@ -26,6 +28,24 @@ def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
     env = os.environ if environ is None else environ
     values = {form for name, value in env.items() if _SECRET_NAME.search(name) for form in _forms(value)}
     return sorted((v for v in values if len(v) >= _MIN_CHARS), key=len, reverse=True)
+
+
+_read: tuple[float, int, list[str]] = (-inf, -1, [])
+_REREAD_SECONDS = 1.0
+
+
+def current_secrets() -> list[str]:
+    """``secret_values()`` of the process environment, read again when a variable was added or
+    removed, or a second after the last reading: cheap enough to redact every tool output (reading
+    the environment takes tens of microseconds, a large share of a step's own CPU). A value changed
+    in place within that second is missed until then; the trace reads it for every record."""
+    global _read
+    read_at, count, secrets = _read
+    now = time.monotonic()
+    if count != len(os.environ) or now - read_at >= _REREAD_SECONDS:
+        secrets = secret_values()
+        _read = (now, len(os.environ), secrets)
+    return secrets
 
 
 def _forms(value: str) -> set[str]:

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Annotated
 
 import pytest
-from langchain_core.tools import BaseTool, Tool, tool
+from langchain_core.tools import BaseTool, InjectedToolArg, Tool, tool
 from pydantic import BaseModel
 
+from explicit_react import ExplicitReActAgent
 from explicit_react.errors import ConfigurationError
 from explicit_react.executor import ToolExecutor, as_tool, tool_spec
 from explicit_react.parser import parse
+from explicit_react.testing import ScriptedChatModel
 from explicit_react.types import Action
-from tests.helpers import search, subtract
+from tests.helpers import action, final, search, subtract
 
 
 class Echo(BaseTool):
@@ -334,3 +337,40 @@ def test_broken_json_with_many_brackets_is_not_repaired(monkeypatch: pytest.Monk
     outcome = executor.execute("subtract", '{"' * 9_500)
     assert outcome.error == "invalid_input" and outcome.observation.startswith("Error:")
     assert len(repaired) == 1
+
+
+def test_a_tool_that_calls_sys_exit_fails_as_a_tool_and_the_run_goes_on() -> None:
+    @tool
+    def careless(x: str) -> str:
+        """A tool whose library calls sys.exit."""
+        raise SystemExit(3)
+
+    # (An async tool's SystemExit is asyncio's to handle: it stops the event loop, by design.)
+    for sync in (True, False):
+        agent = ExplicitReActAgent(ScriptedChatModel([action("careless", "x"), final("gave up")]), [careless])
+        result = agent.run("q") if sync else asyncio.run(agent.arun("q"))
+        assert result.answer == "gave up"
+        assert result.steps[0].observation == "Error: tool 'careless' failed: SystemExit: 3"
+
+
+def test_an_argument_the_application_injects_is_never_taken_from_the_model() -> None:
+    @tool
+    def get_order(order_id: str, user_id: Annotated[str, InjectedToolArg]) -> str:
+        """Look up one of the current user's orders."""
+        return f"order {order_id} of user {user_id}"
+
+    executor = ToolExecutor([get_order])
+    assert "user_id" not in executor.specs["get_order"].args
+    outcome = executor.execute("get_order", {"order_id": "7", "user_id": "admin"})
+    assert "admin" not in outcome.observation and outcome.error == "invalid_input"
+    assert "user_id" not in outcome.observation  # the hidden argument's name stays hidden
+    assert "a value the application gives is missing" in outcome.observation
+
+    @tool
+    def orders(order_id: str, user_id: Annotated[str, InjectedToolArg] = "current") -> str:
+        """The same, with the application's default."""
+        return f"order {order_id} of user {user_id}"
+
+    assert ToolExecutor([orders]).execute("orders", {"order_id": "7", "user_id": "admin"}).observation == (
+        "order 7 of user current"
+    )

@@ -8,13 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.tools import tool
+from langchain_core.tools import ToolException, tool
 
 from explicit_react import ExplicitReActAgent, StopReason, cli
 from explicit_react.errors import ModelCallError
-from explicit_react.redaction import redact, secret_values
+from explicit_react.redaction import redact, redact_cut, secret_values
 from explicit_react.testing import ScriptedChatModel
 from explicit_react.tools.python import sandbox_environment
+from explicit_react.trace import _CUT as CUT
 from tests.helpers import action, final, search
 
 KEY = "sk-canary-1234567890abcdef"
@@ -98,12 +99,14 @@ def test_a_key_cut_in_two_by_the_observation_limit_is_not_in_the_trace(key: str,
         max_observation_chars=200,
     )
     observation = agent.run("q").steps[0].observation
-    head, tail = observation.split("characters cut")
-    assert head.endswith(key[:8] + "\n[... 227 ") and tail.startswith(" ...]\n" + key[9:])
-    written = json.loads(path.read_text().splitlines()[0])["observation"]
     pieces = [key[i : i + 8] for i in range(len(key) - 7)]
+    # The tool's output is redacted before it is cut (since the model reads it too) ...
+    assert not any(piece in observation for piece in pieces) and "[redacted]" in observation
+    written = json.loads(path.read_text().splitlines()[0])["observation"]
     assert not any(piece in written for piece in pieces), written
-    assert written.count("[redacted]") == 2
+    # ... and the trace still cuts a key in two safely, whatever reaches it (redact_cut).
+    cut = redact_cut("a" * 10 + key[:12] + "\n[... 9 characters cut ...]\n" + key[9:], [key], CUT)
+    assert not any(piece in cut for piece in pieces) and cut.count("[redacted]") == 2
 
 
 def test_redaction_covers_dict_keys_and_tuples() -> None:
@@ -113,6 +116,21 @@ def test_redaction_covers_dict_keys_and_tuples() -> None:
 def test_the_sandbox_drops_credential_names_from_extra_env() -> None:
     extra = {"GOOGLE_APPLICATION_CREDENTIALS": "/x.json", "HF_AUTH": "t", "MY_PASSWD": "p", "REGION": "eu"}
     assert set(sandbox_environment("/home", extra)) & set(extra) == {"REGION"}
+
+
+def test_a_key_in_a_handled_tool_exception_stays_out_of_the_prompt(key: str) -> None:
+    # The error route docs/tools.md recommends for a tool: LangChain turns the ToolException into
+    # the tool's output (handle_tool_error=True) before the agent sees it.
+    @tool
+    def weather(city: str) -> str:
+        """Current weather for a city."""
+        raise ToolException(f"Error: 401 Unauthorized for url 'https://api.example/v1?q={city}&key={KEY}'")
+
+    weather.handle_tool_error = True
+    model = ScriptedChatModel([action("weather", "Paris"), final("unknown")])
+    result = ExplicitReActAgent(model, [weather]).run("Weather in Paris?")
+    assert "key=[redacted]" in result.steps[0].observation
+    assert key not in model.calls[1].prompt and key not in json.dumps(result.to_dict())
 
 
 def test_a_password_escaped_in_a_json_observation_is_redacted(tmp_path: Path, monkeypatch: Any) -> None:
