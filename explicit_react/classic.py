@@ -18,22 +18,20 @@ from langchain_core.agents import AgentAction, AgentFinish, AgentStep
 from langchain_core.callbacks import (
     AsyncCallbackManager,
     AsyncCallbackManagerForChainRun,
-    AsyncCallbackManagerForToolRun,
     CallbackManager,
     CallbackManagerForChainRun,
-    CallbackManagerForToolRun,
     Callbacks,
 )
 from langchain_core.exceptions import OutputParserException
 from langchain_core.outputs import RunInfo
-from langchain_core.runnables import RunnableConfig, ensure_config
+from langchain_core.runnables import Runnable, RunnableConfig, ensure_config
 from langchain_core.runnables.utils import AddableDict
 from langchain_core.tools import BaseTool
 from langchain_core.utils.input import get_color_mapping
-from pydantic import BaseModel
 
-from explicit_react.classic_agent import decision, plan_request, tool_run_display
+from explicit_react.classic_agent import decision, plan_request, return_key, stopped_request, tool_run_display
 from explicit_react.classic_chain import RUN_KEY, classic_invalid_tool_text
+from explicit_react.classic_tools import echo_call, unknown_tool_call
 from explicit_react.deadline import DeadlineExceeded
 from explicit_react.drivers import Call, Machine, Notify, notify_closed
 from explicit_react.executor import ToolExecutor, ToolOutcome, tool_content
@@ -51,64 +49,6 @@ Steps = list[tuple[AgentAction, Any]]
 Output = Literal["invoke", "stream", "iter"]
 """What a run gives back: the output dict (``invoke``), or chunks as it goes (``stream``: actions and
 steps, then the output; ``iter``: the same and an ``intermediate_step`` chunk after each iteration)."""
-
-
-class _EchoTool(BaseTool):
-    """Returns its input: how the classic shows parse errors (``_Exception``) and unknown tools to callbacks."""
-
-    description: str = "Returns its input."
-
-    def _run(self, query: str, run_manager: CallbackManagerForToolRun | None = None) -> str:
-        return query
-
-    async def _arun(self, query: str, run_manager: AsyncCallbackManagerForToolRun | None = None) -> str:
-        return query
-
-
-class _UnknownToolInput(BaseModel):
-    requested_tool_name: str
-    available_tool_names: list[str]
-
-
-class _UnknownTool(BaseTool):
-    """The classic's ``invalid_tool`` run for a made-up tool name: callbacks see the requested and the
-    available names as its input, as the classic's ``InvalidTool`` takes them, and ``observation``
-    (the classic text, or ours) as its output."""
-
-    name: str = "invalid_tool"
-    description: str = "Called when the tool name is not a valid tool."
-    args_schema: type[BaseModel] = _UnknownToolInput
-    observation: str = ""
-
-    def _run(self, *args: Any, run_manager: CallbackManagerForToolRun | None = None, **kwargs: Any) -> str:
-        return self.observation
-
-    async def _arun(
-        self, *args: Any, run_manager: AsyncCallbackManagerForToolRun | None = None, **kwargs: Any
-    ) -> str:
-        return self.observation
-
-
-def _unknown(
-    requested: str, available: list[str], observation: str, callbacks: Any, shown: dict[str, Any]
-) -> Call:
-    """A request to run ``_UnknownTool`` for ``requested`` (see ``_echo``)."""
-    tool = _UnknownTool(observation=observation)
-    names = {"requested_tool_name": requested, "available_tool_names": available}
-    return Call(
-        partial(tool.run, names, callbacks=callbacks, **shown),
-        partial(tool.arun, names, callbacks=callbacks, **shown),
-    )
-
-
-def _echo(name: str, text: str, callbacks: Any, shown: dict[str, Any]) -> Call:
-    """A request to run the echo tool ``name`` on ``text`` (so callbacks see a tool run); ``shown``
-    are the display arguments (``verbose``, ``color``, prefixes) the classic passes its run."""
-    tool = _EchoTool(name=name)
-    return Call(
-        partial(tool.run, text, callbacks=callbacks, **shown),
-        partial(tool.arun, text, callbacks=callbacks, **shown),
-    )
 
 
 @dataclass(frozen=True)
@@ -279,7 +219,8 @@ class ClassicLoop:
         run.steps.extend((a.step.action, a.step.observation) for a in acted)
         run.iterations += 1
         if len(acted) == 1 and acted[0].direct:
-            self._end(run, AgentFinish({"output": acted[0].step.observation}, ""), StopReason.RETURN_DIRECT)
+            direct = AgentFinish({return_key(self.agent): acted[0].step.observation}, "")
+            self._end(run, direct, StopReason.RETURN_DIRECT)
             return StopReason.RETURN_DIRECT
         return next((a.stop for a in acted if a.stop is not None), None)
 
@@ -337,7 +278,7 @@ class ClassicLoop:
         action = self._parse_error_action(exc)
         yield Notify((run.manager,), "on_agent_action", (action,), {"color": "green"})
         shown = self._shown(None)
-        observation = yield _echo("_Exception", action.tool_input, run.callbacks, shown)  # type: ignore[arg-type]
+        observation = yield echo_call("_Exception", action.tool_input, run.callbacks, shown)  # type: ignore[arg-type]
         return _Acted(AgentStep(action=action, observation=observation))
 
     def _unknown_verdict(self, action: AgentAction, run: _Run) -> Verdict:
@@ -360,7 +301,7 @@ class ClassicLoop:
                 yield from self._show(run, unknown.observation, self._shown(None))
                 return _Acted(AgentStep(action=action, observation=unknown.observation), stop=unknown.stop)
             names = [t.name for t in self._executor.tools.values()]
-            observation = yield _unknown(
+            observation = yield unknown_tool_call(
                 action.tool, names, unknown.observation, run.callbacks, self._shown(None)
             )
             return _Acted(AgentStep(action=action, observation=observation))
@@ -406,8 +347,11 @@ class ClassicLoop:
 
     # Stopping ----------------------------------------------------------------------------
     def _stopped_response(self, run: _Run) -> Machine[AgentFinish]:
-        """At a limit: the force text, or (``"generate"``) the agent's answer from one more call
-        (with the classic note after the last observation)."""
+        """At a limit: a classic agent object's own answer; for an agent runnable the force text, or
+        (``"generate"``) the agent's answer from one more call (with the classic note after the last
+        observation)."""
+        if not isinstance(self.agent, Runnable):
+            return (yield from self._agents_stopped_response(run))
         if self.early_stopping_method == "generate" and not run.guard.deadline.expired():
             steps = list(run.steps)
             if steps:
@@ -420,6 +364,24 @@ class ClassicLoop:
             if isinstance(planned, AgentFinish):
                 return planned
         return AgentFinish({"output": FORCE_STOP_TEXT}, "")
+
+    def _agents_stopped_response(self, run: _Run) -> Machine[AgentFinish]:
+        """A classic agent object's ``return_stopped_response``, as the classic calls it. Once the time
+        is up no model call is made (as for a runnable): the agent is asked for its ``"force"`` answer
+        instead of ``"generate"``, also when a ``"generate"`` call runs out of the time left."""
+        deadline = run.guard.deadline
+        if self.early_stopping_method != "force" and not deadline.expired():
+            method, timeout = self.early_stopping_method, deadline.remaining()
+            try:
+                finish: AgentFinish = yield stopped_request(
+                    self.agent, method, run.steps, run.inputs, timeout
+                )
+                return finish
+            except TimeoutError:
+                if not deadline.expired():
+                    raise
+        forced: AgentFinish = yield stopped_request(self.agent, "force", run.steps, run.inputs, None)
+        return forced
 
 
 def _chunks(output: Output, *events: AgentAction | AgentStep) -> Iterator[AddableDict]:

@@ -1,6 +1,7 @@
 """How the classic executor asks its agent for a plan: ``plan`` for a classic agent object, else the
 agent runnable (streamed, or invoked), as one driver request; the agent's output read as a finish
-or a list of actions; and the prefixes the agent adds to a tool run's verbose output."""
+or a list of actions; what a classic agent object answers when a limit stops it and the key of a
+return_direct tool's answer; and the prefixes the agent adds to a tool run's verbose output."""
 
 from __future__ import annotations
 
@@ -33,6 +34,26 @@ def plan_request(
     else:
         sync, async_ = partial(agent.invoke, inputs, config), partial(agent.ainvoke, inputs, config)
     return Call(sync, async_ if timeout is None or _native_async(agent) else None, timeout)
+
+
+def stopped_request(
+    agent: Any,
+    method: str,
+    steps: list[tuple[AgentAction, Any]],
+    inputs: dict[str, Any],
+    timeout: float | None,
+) -> Call:
+    """A classic agent object's own answer at a limit, asked the classic way:
+    ``agent.return_stopped_response(method, steps, **inputs)``, with no callbacks (a ``ZeroShotAgent``'s
+    ``"generate"`` makes its model call there). It has no async form: async runs call it in a thread."""
+    return Call(partial(agent.return_stopped_response, method, list(steps), **inputs), None, timeout)
+
+
+def return_key(agent: Any) -> str:
+    """The output key of a return_direct tool's answer: a classic agent object's first
+    ``return_values`` (as the classic's ``_get_tool_return``), ``output`` for a runnable agent."""
+    keys = [] if isinstance(agent, Runnable) else list(agent.return_values)
+    return str(keys[0]) if keys else "output"
 
 
 def tool_run_display(agent: Any, direct: bool = False) -> dict[str, Any]:

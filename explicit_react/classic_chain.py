@@ -4,22 +4,24 @@
 Chain way: ``executor({"input": ...})``, ``acall``, ``run("a question")``, ``arun``, ``apply``,
 ``lookup_tool``, ``input_keys`` / ``output_keys``, ``prep_inputs`` / ``prep_outputs``. ``ClassicChainAPI``
 gives our executor those members, each a thin layer over ``invoke`` / ``ainvoke``. The helpers
-below it read the classic constructor arguments our executor takes for ``initialize_agent``'s
-sake (``callback_manager``, ``verbose=None``) and check a classic agent's allowed tools.
+below it read the classic constructor arguments (``ClassicSettings`` converts them as the classic's
+pydantic model does; ``callback_manager`` and ``verbose=None`` for ``initialize_agent``'s sake) and
+check a classic agent's allowed tools.
 """
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.callbacks import Callbacks
+from langchain_core.exceptions import OutputParserException
 from langchain_core.globals import get_verbose
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool
-from pydantic import RootModel
+from pydantic import BaseModel, ConfigDict, RootModel
 
 DEFAULT_INPUT_KEY = "input"
 """The input key a single (non-dict) input goes to when the agent does not tell us its keys."""
@@ -33,6 +35,31 @@ RUN_KEY = "__run"
 def classic_invalid_tool_text(requested: str, available: Sequence[str]) -> str:
     """langchain_classic's observation for an unknown tool name (its ``InvalidTool``), word for word."""
     return f"{requested} is not a valid tool, try one of [{', '.join(available)}]."
+
+
+class ClassicSettings(BaseModel):
+    """The executor's typed constructor arguments, converted as the classic's pydantic model converts
+    them (lax mode): ``"2"`` is 2, ``"false"`` is False, ``30`` is 30.0 (settings read from environment
+    variables or config files arrive as strings). A value that does not convert raises pydantic's
+    ``ValidationError`` at construction, titled ``AgentExecutor`` as the classic's. Our own switches
+    (the last three) are converted the same way."""
+
+    model_config = ConfigDict(title="AgentExecutor", arbitrary_types_allowed=True)
+
+    return_intermediate_steps: bool = False
+    max_iterations: int | None = 15
+    max_execution_time: float | None = None
+    early_stopping_method: str = "force"
+    handle_parsing_errors: bool | str | Callable[[OutputParserException], str] = False
+    trim_intermediate_steps: int | Callable[[list[tuple[Any, Any]]], list[tuple[Any, Any]]] = -1
+    verbose: bool | None = None
+    tags: list[str] | None = None
+    metadata: dict[str, Any] | None = None
+    name: str | None = None
+    stream_runnable: bool = True
+    detect_loops: bool = True
+    return_stop_reason: bool = False
+    classic_unknown_tool: bool = False
 
 
 def chain_callbacks(callbacks: Callbacks, callback_manager: Any) -> Callbacks:

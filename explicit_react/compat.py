@@ -15,6 +15,7 @@ This module imports only ``langchain_core``: ``langchain_classic`` is needed by 
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from string import Template
@@ -42,6 +43,7 @@ from explicit_react.classic import (
 from explicit_react.classic_chain import (
     RUN_KEY,
     ClassicChainAPI,
+    ClassicSettings,
     chain_callbacks,
     chain_verbose,
     check_allowed_tools,
@@ -67,6 +69,9 @@ __all__ = [
     "default_prompt",
     "format_log_to_str",
 ]
+
+
+logger = logging.getLogger(__name__)
 
 
 # -- The parser -------------------------------------------------------------------------------------
@@ -228,31 +233,37 @@ class AgentExecutor(ClassicLoop, ClassicChainAPI, Runnable[dict[str, Any], dict[
         return_stop_reason: bool = False,
         classic_unknown_tool: bool = False,
     ) -> None:
-        if early_stopping_method not in ("force", "generate"):
+        settings = ClassicSettings(
+            return_intermediate_steps=return_intermediate_steps,
+            max_iterations=max_iterations,
+            max_execution_time=max_execution_time,
+            early_stopping_method=early_stopping_method,
+            handle_parsing_errors=handle_parsing_errors,
+            trim_intermediate_steps=trim_intermediate_steps,
+            verbose=verbose,
+            tags=tags,
+            metadata=metadata,
+            name=name,
+            stream_runnable=stream_runnable,
+            detect_loops=detect_loops,
+            return_stop_reason=return_stop_reason,
+            classic_unknown_tool=classic_unknown_tool,
+        )
+        if settings.early_stopping_method not in ("force", "generate"):
             raise ValueError(
-                f"early_stopping_method should be one of `force` or `generate`, got {early_stopping_method}"
+                "early_stopping_method should be one of `force` or `generate`, "
+                f"got {settings.early_stopping_method}"
             )
-        if max_iterations is not None and max_iterations < 0:
+        if settings.max_iterations is not None and settings.max_iterations < 0:
             raise ValueError("max_iterations must not be negative")
         self.agent = agent
         self.tools = tools
         check_allowed_tools(agent, self.tools)
-        self.return_intermediate_steps = return_intermediate_steps
-        self.max_iterations = max_iterations
-        self.max_execution_time = max_execution_time
-        self.early_stopping_method = early_stopping_method
-        self.handle_parsing_errors = handle_parsing_errors
-        self.trim_intermediate_steps = trim_intermediate_steps
+        for field, value in settings:
+            setattr(self, field, value)
         self.memory = memory
         self.callbacks = chain_callbacks(callbacks, callback_manager)
-        self.verbose = chain_verbose(verbose)
-        self.tags = tags
-        self.metadata = metadata
-        self.name = name
-        self.stream_runnable = stream_runnable
-        self.detect_loops = detect_loops
-        self.return_stop_reason = return_stop_reason
-        self.classic_unknown_tool = classic_unknown_tool
+        self.verbose = chain_verbose(settings.verbose)
         self.last_stop_reason: StopReason | None = None
         """Why the most recent run to finish ended (with concurrent runs, use ``return_stop_reason``)."""
 
@@ -279,7 +290,7 @@ class AgentExecutor(ClassicLoop, ClassicChainAPI, Runnable[dict[str, Any], dict[
         construction, which the classic allows, runs from the next action on."""
         key = tuple(map(id, self._tools))
         if self._executed is None or self._executed[0] != key:
-            self._executed = (key, ToolExecutor([as_tool(t) for t in self._tools]))
+            self._executed = (key, ToolExecutor(_last_of_each_name([as_tool(t) for t in self._tools])))
         return self._executed[1]
 
     # Entry points: each hands the run (classic.ClassicLoop._session) to a driver ---------------
@@ -296,14 +307,16 @@ class AgentExecutor(ClassicLoop, ClassicChainAPI, Runnable[dict[str, Any], dict[
     def stream(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> Iterator[AddableDict]:
-        """Yield ``actions`` and ``steps`` chunks as they happen, then the ``output`` chunk (all with ``messages``)."""
-        yield from drivers.drive(self._session(input, config, "stream"))
+        """Yield ``actions`` and ``steps`` chunks as they happen, then the ``output`` chunk (all with
+        ``messages``); ``include_run_info=True`` adds ``__run`` to it, as in the classic."""
+        yield from drivers.drive(self._session(input, config, "stream", **_stream_options(**kwargs)))
 
     async def astream(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> AsyncIterator[AddableDict]:
         """Async ``stream``."""
-        async for chunk in drivers.adrive(self._session(input, config, "stream")):
+        run = self._session(input, config, "stream", **_stream_options(**kwargs))
+        async for chunk in drivers.adrive(run):
             yield chunk
 
     def iter(
@@ -319,6 +332,27 @@ class AgentExecutor(ClassicLoop, ClassicChainAPI, Runnable[dict[str, Any], dict[
         return AgentExecutorIterator(
             self, inputs, callbacks, tags=self.tags, include_run_info=include_run_info
         )
+
+
+def _last_of_each_name(tools: list[BaseTool]) -> list[BaseTool]:
+    """One tool per name, the last given under it (the classic's ``name_to_tool_map``), in the order
+    the names first appear. A name given twice is logged, not warned: a warning would stop apps that
+    run with warnings as errors, which the classic runs."""
+    by_name = {t.name: t for t in tools}
+    if len(by_name) != len(tools):
+        names = [t.name for t in tools]
+        for name in sorted({n for n in names if names.count(n) > 1}):
+            logger.warning(
+                "tool name %r is given more than once; the last tool with it is used (as in langchain_classic)",
+                name,
+            )
+    return list(by_name.values())
+
+
+def _stream_options(*, include_run_info: bool = False) -> dict[str, bool]:
+    """``stream``'s keyword arguments: those the classic's stream passes to its iterator (any other
+    raises ``TypeError`` there, as in the classic)."""
+    return {"include_run_info": bool(include_run_info)}
 
 
 def _invoke_options(kwargs: dict[str, Any]) -> dict[str, bool]:
