@@ -281,7 +281,11 @@ class ChatLlama(BaseChatModel):
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
         """The reply's text as llama.cpp writes it, then a last chunk with the usage and finish reason
-        (the one chunk of an empty reply): joined, the chunks are the message ``invoke`` returns."""
+        (the one chunk of an empty reply): joined, the chunks are the message ``invoke`` returns.
+
+        With tools bound the reply is one chunk, sent once the whole reply is read: only then is a
+        call known to be whole, or cut off at ``max_tokens`` (an invalid call, as ``invoke`` has it;
+        ``_as_chunk`` keeps it invalid when LangChain joins the chunks)."""
         kwargs.pop("stream", None)  # stream(..., stream=True): LangChain's switch, set here anyway
         if ToolRequest.pop(dict(kwargs)) is not None:  # a call is read from the whole reply: one chunk
             yield ChatGenerationChunk(message=_as_chunk(self._reply(messages, stop, kwargs)))
@@ -322,6 +326,13 @@ class ChatLlama(BaseChatModel):
 
 
 def _as_chunk(reply: AIMessage) -> AIMessageChunk:
+    """``reply`` as the one chunk of a streamed reply with tools bound.
+
+    LangChain keeps only a chunk's ``tool_call_chunks`` when it joins chunks (``stream()`` joined by
+    hand, ``streaming=True``, ``astream_events``' end event) and reads each back with a partial-JSON
+    parser: a call whose text parses is a call, any other an invalid call (with no ``error``). So a
+    malformed call's ``args`` is text no such parser reads (``read_reply``), and the joined message
+    has the calls and invalid calls ``invoke`` gives."""
     return AIMessageChunk(
         content=reply.content,
         tool_calls=reply.tool_calls,

@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
+from urllib.parse import unquote
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.messages.tool import InvalidToolCall, ToolCall, invalid_tool_call, tool_call
@@ -95,7 +96,9 @@ class ToolRequest:
                     "type": "object",
                     "properties": {
                         "name": {"const": function["name"]},
-                        "arguments": _arguments_schema(parameters, f"tool{index}", definitions),
+                        "arguments": _arguments_schema(
+                            function["name"], parameters, f"tool{index}", definitions
+                        ),
                     },
                     "required": ["name", "arguments"],
                 }
@@ -122,52 +125,168 @@ _SAYS_WHAT_A_VALUE_IS = frozenset(
 """Keywords that say what a value may be; a schema with none of them (only a description) is any value."""
 
 
-def _arguments_schema(parameters: Mapping[str, Any], prefix: str, definitions: dict[str, Any]) -> Any:
+Place = tuple[str, ...]
+"""Where a part of a tool's schema is: the keys from its root, as the segments of a JSON pointer."""
+_NOWHERE = object()
+"""What ``_part`` gives for a place that is not in the schema."""
+
+
+def _arguments_schema(
+    tool: str, parameters: Mapping[str, Any], prefix: str, definitions: dict[str, Any]
+) -> Any:
     """A tool's ``parameters`` schema as llama-cpp-python's grammar converter reads it.
 
-    Its ``$defs`` (or ``definitions``) move into ``definitions``, the root ``$defs`` of the schema of
-    all the tools, renamed with ``prefix`` so that two tools' definitions cannot clash, and its
-    ``$ref``s follow them. An untyped schema (``{}``, ``true``, only a description: a list of
-    anything, a pydantic ``Any``) means any JSON value; the converter failed on some of them and
-    read others as an object."""
-    local = {name: schema for key in _DEFINITIONS for name, schema in parameters.get(key, {}).items()}
-    names = {name: f"{prefix}-{re.sub(r'[^A-Za-z0-9]+', '-', name)}-{i}" for i, name in enumerate(local)}
-    refs = {f"#/{key}/{name}": f"#/$defs/{new}" for key in _DEFINITIONS for name, new in names.items()}
-    for name, schema in local.items():
-        definitions[names[name]] = _rewritten(schema, refs)
-    return _rewritten(parameters, refs)
+    The converter reads the schemas of all the tools as one document, so a ``$ref`` cannot stay a
+    pointer into its tool's own schema: each part of the schema that a ``$ref`` points to (a root or
+    a nested ``$defs`` entry, or any other part) moves into ``definitions``, the root ``$defs`` of
+    that document, named with ``prefix`` so that two tools' parts cannot clash, and the ``$ref``
+    names it there. An untyped schema (``{}``, ``true``, only a description: a list of anything, a
+    pydantic ``Any``) means any JSON value; the converter failed on some of them and read others as
+    an object."""
+    refs = _SchemaRefs(tool, parameters, prefix)
+    arguments = refs.rewritten(parameters, ())
+    definitions.update(refs.pointed_to())
+    return arguments
 
 
-def _rewritten(schema: Any, refs: Mapping[str, str]) -> Any:
-    """``schema`` with its ``$ref``s renamed by ``refs`` and every untyped part made any JSON value."""
-    if schema is True or schema == {}:
-        return dict(_ANY_VALUE)
-    if isinstance(schema, list):  # the old form of "items" (a tuple), or a oneOf/anyOf/allOf list
-        return [_rewritten(part, refs) for part in schema]
+class _SchemaRefs:
+    """One tool's schema with the parts its ``$ref``s point to, each given a name in the root ``$defs``."""
+
+    def __init__(self, tool: str, document: Mapping[str, Any], prefix: str) -> None:
+        self.tool, self.document, self.prefix = tool, document, prefix
+        self.names: dict[Place, str] = {}
+        self.refs: dict[str, str] = {}  # a name -> the $ref that first pointed there, for messages
+        self.pending: list[Place] = []  # named parts whose own $refs are still to be followed
+
+    def rewritten(self, schema: Any, at: Place) -> Any:
+        """``schema`` (found at ``at``) with its ``$ref``s renamed, its ``$defs`` left out and every
+        untyped part made any JSON value."""
+        if schema is True or schema == {}:
+            return dict(_ANY_VALUE)
+        if isinstance(schema, list):  # the old form of "items" (a tuple), or a oneOf/anyOf/allOf list
+            return [self.rewritten(part, (*at, str(i))) for i, part in enumerate(schema)]
+        if not isinstance(schema, dict):
+            return schema
+        out: dict[str, Any] = {}
+        for key, value in schema.items():
+            if key == "$ref":
+                out[key] = self.renamed(value, at)
+            elif key == "properties":
+                out[key] = {name: self.rewritten(part, (*at, key, name)) for name, part in value.items()}
+            elif key in ("items", "additionalProperties", "oneOf", "anyOf", "allOf", "prefixItems"):
+                out[key] = self.rewritten(value, (*at, key))
+            elif key not in _DEFINITIONS:  # what is used of them is named in the root $defs
+                out[key] = value
+        if not any(key in out for key in _SAYS_WHAT_A_VALUE_IS):
+            out.update(_ANY_VALUE)
+        return out
+
+    def renamed(self, ref: Any, at: Place) -> str:
+        """The ``$ref`` to the root ``$defs`` entry for the part ``ref`` (written at ``at``) points to."""
+        place = self._resolved(ref, at)
+        if place not in self.names:
+            name = f"{self.prefix}-{_rule_name(place)}-{len(self.names)}"
+            self.names[place], self.refs[name] = name, ref
+            self.pending.append(place)
+        return f"#/$defs/{self.names[place]}"
+
+    def _resolved(self, ref: Any, at: Place) -> Place:
+        """Where ``ref`` points: a JSON pointer into the tool's schema. One that finds nothing from the
+        root is read from each part that holds ``at``, innermost first: a pydantic model's schema put
+        inside a property keeps its own ``$defs`` and its ``#/$defs/...`` refs mean those."""
+        pointer = _pointer(ref)
+        if pointer is None:
+            raise self._error(
+                f"has the $ref {ref!r}; llama.cpp's grammar can follow only a $ref into the same "
+                "schema (a JSON pointer: #/...)"
+            )
+        for base in ((), *(at[:end] for end in range(len(at), 0, -1))):
+            if _part(self.document, (*base, *pointer)) is not _NOWHERE:
+                return (*base, *pointer)
+        raise self._error(f"has the $ref {ref!r}, which points to no part of it")
+
+    def pointed_to(self) -> dict[str, Any]:
+        """The parts the ``$ref``s point to, by their names, with their own ``$ref``s followed in turn.
+
+        Raises ``ConfigurationError`` for a value defined only by itself (see ``_first_refs``)."""
+        parts: dict[str, Any] = {}
+        while self.pending:
+            place = self.pending.pop(0)
+            parts[self.names[place]] = self.rewritten(_part(self.document, place), place)
+        cycle = _cycle({name: _first_refs(schema) for name, schema in parts.items()})
+        if cycle:
+            refs = " -> ".join(repr(self.refs[name]) for name in cycle)
+            raise self._error(
+                f"has a $ref that refers to itself with no object or array in between ({refs}): "
+                "no JSON value matches it"
+            )
+        return parts
+
+    def _error(self, problem: str) -> ConfigurationError:
+        return ConfigurationError(f"The JSON schema of the tool {self.tool!r} {problem}")
+
+
+def _pointer(ref: Any) -> Place | None:
+    """The keys of ``ref``, a JSON pointer in a URI fragment (``"#/a~1b/0"``: ``("a/b", "0")``), or
+    ``None`` for a ref to another document."""
+    if not isinstance(ref, str) or not (ref == "#" or ref.startswith("#/")):
+        return None
+    keys = ref[2:].split("/") if ref != "#" else []
+    return tuple(unquote(key).replace("~1", "/").replace("~0", "~") for key in keys)
+
+
+def _part(document: Any, place: Place) -> Any:
+    """The part of ``document`` at ``place``, or ``_NOWHERE``."""
+    for key in place:
+        if isinstance(document, Mapping) and key in document:
+            document = document[key]
+        elif isinstance(document, list) and key.isdigit() and int(key) < len(document):
+            document = document[int(key)]
+        else:
+            return _NOWHERE
+    return document
+
+
+def _rule_name(place: Place) -> str:
+    """A readable grammar rule name for the part at ``place`` (its last key)."""
+    if not place:
+        return "root"
+    return re.sub(r"[^A-Za-z0-9]+", "-", place[-1]).strip("-") or "part"
+
+
+def _first_refs(schema: Any) -> set[str]:
+    """The root ``$defs`` names a value of ``schema`` may begin with before any character is read: its
+    ``$ref``, or those of its ``anyOf``/``oneOf`` alternatives (what llama-cpp-python's converter
+    reads first). A cycle of them is a left-recursive grammar rule, which llama.cpp rejects only
+    once sampling starts; a ``$ref`` inside an object's properties or an array's items follows a
+    ``{`` or ``[``, so a recursive model (a tree) is fine."""
     if not isinstance(schema, dict):
-        return schema
-    out: dict[str, Any] = {}
-    for key, value in schema.items():
-        if key == "$ref":
-            out[key] = _renamed_ref(value, refs)
-        elif key == "properties":
-            out[key] = {name: _rewritten(part, refs) for name, part in value.items()}
-        elif key in ("items", "additionalProperties", "oneOf", "anyOf", "allOf", "prefixItems"):
-            out[key] = _rewritten(value, refs)
-        elif key not in _DEFINITIONS:
-            out[key] = value
-    if not any(key in out for key in _SAYS_WHAT_A_VALUE_IS):
-        out.update(_ANY_VALUE)
-    return out
+        return set()
+    if isinstance(schema.get("$ref"), str):
+        return {schema["$ref"].removeprefix("#/$defs/")}
+    alternatives = schema.get("anyOf") or schema.get("oneOf") or []
+    return set().union(*(_first_refs(part) for part in alternatives))
 
 
-def _renamed_ref(ref: str, refs: Mapping[str, str]) -> str:
-    if ref not in refs:
-        raise ConfigurationError(
-            f"A tool's JSON schema has the $ref {ref!r}; llama.cpp's grammar can follow only a $ref to "
-            "one of the schema's own $defs (#/$defs/NAME)"
-        )
-    return refs[ref]
+def _cycle(graph: Mapping[str, set[str]]) -> list[str]:
+    """The names along a cycle of ``graph`` (the first repeated at the end), or ``[]``."""
+    finished: set[str] = set()
+
+    def walk(name: str, path: list[str]) -> list[str]:
+        if name in path:
+            return [*path[path.index(name) :], name]
+        if name in finished:
+            return []
+        for following in sorted(graph.get(name, ())):
+            if cycle := walk(following, [*path, name]):
+                return cycle
+        finished.add(name)
+        return []
+
+    for name in graph:
+        if cycle := walk(name, []):
+            return cycle
+    return []
 
 
 @lru_cache(maxsize=64)
@@ -251,11 +370,16 @@ def with_tools_text(messages: list[dict[str, Any]], request: ToolRequest) -> lis
 
 def read_reply(text: str) -> tuple[str, list[ToolCall], list[InvalidToolCall]]:
     """The text outside ``<tool_call>`` blocks, the well-formed calls, and the malformed ones (not
-    JSON, no name, arguments that are not an object, or a block cut off at the length limit)."""
+    JSON, no name, arguments that are not an object, or a block cut off at the length limit).
+
+    A malformed call's ``args`` is its block as the model wrote it, from ``<tool_call>`` on. That
+    text cannot be read as JSON, even by LangChain's partial-JSON parser, which closes what a cut-off
+    text left open: joining streamed chunks re-reads every call from its text, and would turn a call
+    cut off at ``max_tokens`` into a valid call with partial arguments (see ``ChatLlama._stream``)."""
     calls: list[ToolCall] = []
     invalid: list[InvalidToolCall] = []
     for index, match in enumerate(_CALL.finditer(text)):
-        raw = match.group(1).strip()
+        raw, written = match.group(1).strip(), match.group(0).strip()
         call_id = "call_" + hashlib.sha1(f"{index}:{raw}".encode()).hexdigest()[:16]
         try:
             data = json.loads(raw)
@@ -263,10 +387,10 @@ def read_reply(text: str) -> tuple[str, list[ToolCall], list[InvalidToolCall]]:
             data = None
         if not isinstance(data, dict) or not isinstance(data.get("name"), str):
             name = named.group(1) if (named := _NAME.match(raw)) else None
-            invalid.append(invalid_tool_call(name=name, args=raw, id=call_id, error="not a JSON call"))
+            invalid.append(invalid_tool_call(name=name, args=written, id=call_id, error="not a JSON call"))
         elif not isinstance(data.get("arguments", {}), dict):
             error = "arguments are not a JSON object"
-            invalid.append(invalid_tool_call(name=data["name"], args=raw, id=call_id, error=error))
+            invalid.append(invalid_tool_call(name=data["name"], args=written, id=call_id, error=error))
         else:
             calls.append(tool_call(name=data["name"], args=data.get("arguments", {}), id=call_id))
     return _CALL.sub("", text).strip(), calls, invalid

@@ -5,10 +5,11 @@ The real model (determinism, quiet logs, grammar, streaming) is tested in test_l
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -294,6 +295,7 @@ def test_a_reply_is_read_as_text_calls_and_malformed_calls(
     assert text == content
     assert [(c["name"], c["args"]) for c in good] == calls
     assert [(c["name"], c["error"]) for c in bad] == invalid
+    assert all(c["args"].startswith("<tool_call>") for c in bad)  # the block as written: not JSON
     assert read_reply(reply) == (text, good, bad)  # the same reply, the same call ids
 
 
@@ -372,6 +374,112 @@ def test_untyped_parts_and_local_refs_in_a_tool_schema_get_a_grammar(spec: Any, 
     assert isinstance(client.requests[-1]["grammar"], LlamaGrammar)
 
 
+class Colour(BaseModel):
+    """A colour by name."""
+
+    name: Literal["red", "green"]
+
+
+class Item(BaseModel):
+    """An item: a model inside a model, and a recursive one (pydantic writes both as $refs)."""
+
+    colour: Colour
+    parts: list[Node] = []
+
+
+class Order(BaseModel):
+    item: Item
+    gift: Item | None = None
+
+
+@tool(args_schema=Order)
+def place_order(item: Any, gift: Any = None) -> str:
+    """Place an order for an item."""
+    return "placed"
+
+
+def grammar_of(spec: Any) -> str:
+    request = ToolRequest.pop({"tools": [convert_to_openai_tool(spec)], "tool_choice": "required"})
+    assert request is not None
+    return request.grammar()
+
+
+ITEM_ARGS = {"colour": {"name": "green"}, "parts": [{"label": "a", "children": [{"label": "b"}]}]}
+# A pydantic model's own schema put inside a property: its $defs sit below the root, and its
+# "#/$defs/..." refs mean them (as they did when the schema stood alone).
+EMBEDDED_MODEL = raw_tool(
+    "order", {"type": "object", "properties": {"item": Item.model_json_schema()}, "required": ["item"]}
+)
+POINTERS = raw_tool(
+    "paint",
+    {
+        "type": "object",
+        "properties": {
+            "kind": {"$defs": {"K": KIND}, "$ref": "#/properties/kind/$defs/K"},
+            "again": {"$ref": "#/properties/kind"},  # zod-to-json-schema reuses a schema this way
+            "a/b": {
+                "definitions": {"N": {"type": "integer"}},
+                "type": "object",
+                "properties": {"n": {"$ref": "#/properties/a~1b/definitions/N"}},  # "~1" is "/"
+            },
+        },
+    },
+)
+
+
+@pytest.mark.parametrize(
+    ("spec", "args", "literal"),
+    [
+        (EMBEDDED_MODEL, {"item": ITEM_ARGS}, '"\\"green\\""'),
+        (POINTERS, {"kind": "a", "again": "b", "a/b": {"n": 3}}, '"\\"b\\""'),
+        (place_order, {"item": ITEM_ARGS, "gift": None}, '"\\"red\\""'),  # langchain_core's own tool
+        (raw_tool("tree", Node.model_json_schema()), {"label": "root", "children": []}, '"\\"children\\""'),
+    ],
+)
+def test_refs_to_any_part_of_a_tool_schema_get_a_grammar(
+    spec: Any, args: dict[str, Any], literal: str
+) -> None:
+    """A $ref may point anywhere in the tool's schema (a JSON pointer), not only to its root $defs;
+    the grammar follows it (the enum it names is in the grammar) and the call is read back."""
+    name = convert_to_openai_tool(spec)["function"]["name"]
+    client = ScriptedLlama([call_text(name, **args)])
+    reply = (
+        ChatLlama(model_path="unused.gguf", client=client)
+        .bind_tools([spec], tool_choice="required")
+        .invoke("q")
+    )
+    assert [(c["name"], c["args"]) for c in reply.tool_calls] == [(name, args)]
+    assert literal in grammar_of(spec)
+
+
+def test_a_recursive_model_gets_a_recursive_rule() -> None:
+    """Recursion through an object or an array is a grammar rule that names itself: a value of any
+    depth, each level opened by "{" or "[" (the rule is not left-recursive)."""
+    grammar = grammar_of(EMBEDDED_MODEL)
+    [node] = re.findall(r"^(tool0-Node-\d+) ::= ", grammar, re.M)
+    assert re.search(rf"^{node}-children-item ::= {node}$", grammar, re.M), grammar
+
+
+@pytest.mark.parametrize(
+    "parameters",
+    [
+        {"$defs": {"A": {"$ref": "#/$defs/A"}}, "properties": {"a": {"$ref": "#/$defs/A"}}},
+        {
+            "$defs": {"A": {"$ref": "#/$defs/B"}, "B": {"anyOf": [{"type": "null"}, {"$ref": "#/$defs/A"}]}},
+            "properties": {"a": {"$ref": "#/$defs/A"}},
+        },
+        {"properties": {"a": {"$ref": "#/properties/a"}}},
+        {"anyOf": [{"$ref": "#"}, {"type": "string"}]},
+    ],
+)
+def test_a_value_defined_only_by_itself_fails_at_bind_tools(parameters: dict[str, Any]) -> None:
+    """A cycle of $refs with no object or array between them defines nothing: its grammar rule would
+    be left-recursive, which llama.cpp rejects only when sampling starts."""
+    model = ChatLlama(model_path="unused.gguf", client=ScriptedLlama([]))
+    with pytest.raises(ConfigurationError, match=r"tool 'odd'.* refers to itself"):
+        model.bind_tools([raw_tool("odd", parameters)])
+
+
 def test_tools_keep_their_own_definitions_of_one_name() -> None:
     first = raw_tool("first", {"$defs": {"K": KIND}, "properties": {"k": {"$ref": "#/$defs/K"}}})
     other = raw_tool("other", {"$defs": {"K": {"enum": ["c"]}}, "properties": {"k": {"$ref": "#/$defs/K"}}})
@@ -416,6 +524,78 @@ def test_streaming_with_tools_yields_the_call_in_one_chunk() -> None:
         whole += chunk
     assert [(c["name"], c["args"]) for c in whole.tool_calls] == [("search", {"query": "x"})]
     assert "stream" not in client.requests[-1]
+
+
+class CutOffLlama(ScriptedLlama):
+    """Answers as llama.cpp does when a reply reaches ``max_tokens``: finish reason ``"length"``."""
+
+    def create_chat_completion(self, **request: Any) -> Any:
+        response = super().create_chat_completion(**request)
+        response["choices"][0]["finish_reason"] = "length"
+        return response
+
+
+CUT_OFF_CALL = '<tool_call>\n{"name": "search", "arguments": {"query": "population of Par'
+
+
+def call_records(message: Any) -> tuple[list[Any], list[Any]]:
+    """A message's calls and malformed calls as (name, args, id); LangChain's joining of chunks keeps
+    no ``error`` text, so it is left out."""
+    return (
+        [(c["name"], c["args"], c["id"]) for c in message.tool_calls],
+        [(c["name"], c["args"], c["id"]) for c in message.invalid_tool_calls],
+    )
+
+
+async def streamed_events(model: Any) -> tuple[Any, Any]:
+    """The chunks of ``astream_events``' ``on_chat_model_stream`` events joined, and its end message."""
+    chunks, end = [], None
+    async for event in model.astream_events("q", version="v2"):
+        if event["event"] == "on_chat_model_stream":
+            chunks.append(event["data"]["chunk"])
+        elif event["event"] == "on_chat_model_end":
+            end = event["data"]["output"]
+    return joined(chunks), end
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        CUT_OFF_CALL,  # max_tokens reached inside the arguments' JSON
+        '<tool_call>\n{"name": "search", "arguments": {"query": "x"',  # inside the call's JSON
+        '<tool_call>{"name": "search", "arguments": "x"}</tool_call>',  # whole JSON, not a call
+    ],
+)
+def test_a_malformed_call_stays_invalid_when_streamed(reply: str) -> None:
+    """LangChain joins streamed chunks by reading each call's text with a partial-JSON parser that
+    closes what was cut off: a call cut at ``max_tokens`` came out of ``stream()``,
+    ``streaming=True`` and ``astream_events`` as a valid call with partial arguments, which
+    ``invoke`` reports as malformed."""
+
+    def model(**settings: Any) -> Any:
+        client = CutOffLlama([reply])
+        return ChatLlama(model_path="unused.gguf", client=client, **settings).bind_tools([search])
+
+    invoked = model().invoke("q")
+    assert invoked.tool_calls == [] and [c["name"] for c in invoked.invalid_tool_calls] == ["search"]
+    event_chunks, event_end = asyncio.run(streamed_events(model()))
+    for streamed in (
+        joined(list(model().stream("q"))),
+        model(streaming=True).invoke("q"),
+        event_chunks,
+        event_end,
+    ):
+        assert call_records(streamed) == call_records(invoked), streamed
+        assert streamed.response_metadata["finish_reason"] == "length"
+
+
+def test_a_streamed_call_that_was_not_cut_off_is_still_a_call() -> None:
+    """The last token of a reply at ``max_tokens`` closed the call's JSON: the call is whole."""
+    reply = '<tool_call>\n{"name": "search", "arguments": {"query": "x"}}'
+    model = ChatLlama(model_path="unused.gguf", client=CutOffLlama([reply, reply])).bind_tools([search])
+    invoked, streamed = model.invoke("q"), joined(list(model.stream("q")))
+    assert call_records(streamed) == call_records(invoked)
+    assert [(c["name"], c["args"]) for c in streamed.tool_calls] == [("search", {"query": "x"})]
 
 
 def test_two_phase_runs_on_a_llama_model() -> None:

@@ -438,3 +438,49 @@ def test_the_real_model_follows_a_tool_schema_with_its_own_defs(gemma: BaseChatM
     assert reply.invalid_tool_calls == [], reply  # type: ignore[attr-defined]
     [call] = reply.tool_calls  # type: ignore[attr-defined]
     assert call["args"] in ({"kind": "red"}, {"kind": "green"})
+
+
+def test_a_call_the_real_model_cut_off_at_max_tokens_is_invalid_streamed_or_not(gemma: BaseChatModel) -> None:
+    """max_tokens ends the reply inside the call's JSON: invoke, stream() and streaming=True all give
+    one invalid call and no call with partial arguments (LangChain's joining of streamed chunks
+    turned it into one)."""
+    short = gemma.bind_tools([_bounded_calculator()], tool_choice="required", max_tokens=24)
+    streaming = gemma.model_copy(update={"streaming": True}).bind_tools(
+        [_bounded_calculator()], tool_choice="required", max_tokens=24
+    )
+    invoked = short.invoke("What is 12 * 7?")
+    assert invoked.tool_calls == [] and invoked.response_metadata["finish_reason"] == "length", invoked  # type: ignore[attr-defined]
+    [cut] = invoked.invalid_tool_calls  # type: ignore[attr-defined]
+    assert cut["name"] == "calculator" and cut["args"].startswith("<tool_call>")
+    assert '"arguments": {"expression": "' in cut["args"], cut  # cut off inside the arguments
+    chunks = list(short.stream("What is 12 * 7?"))
+    streamed = chunks[0]
+    for chunk in chunks[1:]:
+        streamed += chunk
+    for message in (streamed, streaming.invoke("What is 12 * 7?")):
+        assert message.tool_calls == [], message
+        assert [(c["name"], c["args"], c["id"]) for c in message.invalid_tool_calls] == [
+            (cut["name"], cut["args"], cut["id"])
+        ]
+
+
+def test_the_real_model_follows_a_tool_schema_with_defs_inside_a_property(gemma: BaseChatModel) -> None:
+    """A $ref to a $defs below the schema's root (a JSON pointer): the grammar holds the call to it."""
+    parameters = {
+        "type": "object",
+        "properties": {
+            "kind": {
+                "$defs": {"Kind": {"type": "string", "enum": ["red", "green"]}},
+                "$ref": "#/properties/kind/$defs/Kind",
+            }
+        },
+        "required": ["kind"],
+    }
+    paint = {
+        "type": "function",
+        "function": {"name": "paint", "description": "Paint.", "parameters": parameters},
+    }
+    reply = gemma.bind_tools([paint], tool_choice="required", max_tokens=32).invoke("Paint the door red.")
+    assert reply.invalid_tool_calls == [], reply  # type: ignore[attr-defined]
+    [call] = reply.tool_calls  # type: ignore[attr-defined]
+    assert call["args"] in ({"kind": "red"}, {"kind": "green"})
