@@ -1,10 +1,12 @@
 """The runner script of the Python sandbox. It runs ONLY in the child process, never in the agent's.
 
-``python -I -c SOURCE MEMORY_BYTES CPU_SECONDS FILE_BYTES PROCESSES`` (SOURCE: this file's text;
-0 means no limit) sets its own resource limits,
-reads the code from stdin, runs it like a REPL cell (the repr of a final expression is printed)
-and exits 1 after printing the traceback of an uncaught exception. The agent process never
-imports this module; python.py only passes its text to the child interpreter.
+``python -I -c SOURCE MEMORY_BYTES CPU_SECONDS FILE_BYTES PROCESSES KEYCTL FILTER`` (SOURCE: this
+file's text; 0 means no limit) first leaves the session keyring it inherited from the agent for a new,
+empty one (KEYCTL: the number of the ``keyctl`` system call here, 0 when unknown), installs the
+seccomp filter FILTER (hex; empty: none, as in the sandbox, where bubblewrap installed it), sets its
+own resource limits, reads the code from stdin, runs it like a REPL cell (the repr of a final
+expression is printed) and exits 1 after printing the traceback of an uncaught exception. The agent
+process never imports this module; python.py only passes its text to the child interpreter.
 """
 
 from __future__ import annotations
@@ -26,15 +28,42 @@ def _limit(kind: int, soft: int, hard: int | None = None) -> None:
         resource.setrlimit(kind, (soft, soft if hard is None else hard))
 
 
+def _keep_out_of_keyrings(keyctl: int, program: bytes) -> None:
+    """Leave the agent's session keyring (systemd, pam_keyinit and Docker give every process one, and
+    a credential may be kept there) for a new, empty one, then install the seccomp filter ``program``
+    that refuses the keyring system calls (only the unisolated child is given one: in the sandbox
+    bubblewrap installed it before this process started). Where the kernel refuses either, the code
+    runs without it: unisolated, there is no security boundary anyway."""
+    if not keyctl and not program:
+        return
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if keyctl:  # keyctl(KEYCTL_JOIN_SESSION_KEYRING, NULL): a new anonymous session keyring
+        libc.syscall(ctypes.c_long(keyctl), ctypes.c_long(1), ctypes.c_void_p(None))
+    if program:
+
+        class SockFprog(ctypes.Structure):  # struct sock_fprog: the number of instructions, and them
+            _fields_ = (("len", ctypes.c_ushort), ("filter", ctypes.c_char_p))
+
+        pr_set_no_new_privs, pr_set_seccomp, seccomp_mode_filter = 38, 22, 2
+        fprog, zero = SockFprog(len(program) // 8, program), ctypes.c_ulong(0)
+        # no_new_privs first: without it only a process with CAP_SYS_ADMIN may install a filter
+        if libc.prctl(ctypes.c_int(pr_set_no_new_privs), ctypes.c_ulong(1), zero, zero, zero) == 0:
+            mode = ctypes.c_ulong(seccomp_mode_filter)
+            libc.prctl(ctypes.c_int(pr_set_seccomp), mode, ctypes.byref(fprog), zero, zero)
+
+
 def main() -> int:
-    memory_bytes, cpu_seconds, file_bytes, processes = (int(arg) for arg in sys.argv[1:5])
+    memory_bytes, cpu_seconds, file_bytes, processes, keyctl = (int(arg) for arg in sys.argv[1:6])
+    _keep_out_of_keyrings(keyctl, bytes.fromhex(sys.argv[6]))
     # Soft and hard limits are set together, so the code cannot raise them again.
     _limit(resource.RLIMIT_AS, memory_bytes)
     _limit(resource.RLIMIT_CPU, cpu_seconds, cpu_seconds + 1)  # SIGXCPU, then SIGKILL a second later
     _limit(resource.RLIMIT_FSIZE, file_bytes)
-    _limit(
-        resource.RLIMIT_NPROC, processes
-    )  # counts the user's processes: python.py gives 0 unless it is 'nobody'
+    # Counts the processes of the user (in a user namespace, since Linux 5.14, those in it):
+    # python.py gives 0 where that would not count the processes of this call alone.
+    _limit(resource.RLIMIT_NPROC, processes)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # no core dumps of a killed process
 
     source = sys.stdin.read()

@@ -7,23 +7,30 @@ interpreter's own folder read-only and nothing else of the machine's files, ``/p
 own processes, a small private ``/tmp``, and the working folder as the one writable place. Run as root,
 bubblewrap sets this up and the child then drops to the ``nobody`` user with no capabilities and
 ``no_new_privs`` (``setpriv``); run as another user, bubblewrap uses a user namespace and the child
-keeps that user's identity. The cgroup (v1 or v2) is used when the agent may create one below its
-own; without it the memory limit is per process (``RLIMIT_AS``) and, as root, the process count is
-limited through the ``nobody`` user (``RLIMIT_NPROC``).
+keeps that user's identity. A seccomp filter (``keyring_filter``), handed to bubblewrap, keeps the
+kernel's keyrings out of reach: they are not namespaced, so without it the code could read the
+agent's session keyring or leave a key for a later call in its user's keyring. The cgroup (v1 or
+v2) is used when the agent may create one below its own; without it the memory limit is per process
+(``RLIMIT_AS``) and the process count is limited with ``RLIMIT_NPROC``: as root through the
+``nobody`` user, otherwise in the user namespace, where Linux 5.14 and later count it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import os
+import re
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,11 +45,15 @@ _JOIN_CGROUPS = (
 @dataclass(frozen=True)
 class Support:
     """What isolation this machine offers: ``isolated`` is False when code would run unisolated;
-    ``description`` says what is in effect, or why there is none."""
+    ``description`` says what is in effect, or why there is none. ``seccomp``: bubblewrap applies
+    ``keyring_filter()``; ``nproc``: ``RLIMIT_NPROC`` in the child limits the processes of the call
+    alone (used when there is no cgroup)."""
 
     isolated: bool
     description: str
     cgroups: bool = False
+    seccomp: bool = False
+    nproc: bool = False
 
 
 def as_root() -> bool:
@@ -59,38 +70,74 @@ def support(python_executable: str) -> Support:
         return Support(False, "bubblewrap (bwrap) is not installed; install the OS package 'bubblewrap'")
     if as_root() and shutil.which("setpriv") is None:
         return Support(False, "setpriv (util-linux) is not installed; it drops the child to 'nobody'")
-    scratch = Path(tempfile.mkdtemp(prefix="explicit_react_probe_"))
-    try:
-        workdir = prepare_workdir(scratch)
-        command = bwrap_command(workdir, python_executable, allow_network=False)
-        command += ["-I", "-c", "import os; print(os.getpid())"]
-        try:
-            probe = subprocess.run(
-                command, capture_output=True, timeout=20, cwd="/", env={"PATH": "/usr/bin:/bin"}
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            return Support(False, f"bubblewrap could not start: {exc}")
-        if probe.returncode != 0 or probe.stdout.strip() != b"2":
-            error = probe.stderr.decode(errors="replace").strip().splitlines()
-            return Support(
-                False, f"bubblewrap cannot create namespaces here: {error[-1] if error else probe.returncode}"
-            )
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+    program = keyring_filter()
+    failure = _probe(python_executable, program)
+    seccomp = program is not None and failure is None
+    keyrings = "no kernel keyrings (seccomp)"
+    if program is None:
+        keyrings = f"the kernel keyrings are NOT blocked (no seccomp filter for {os.uname().machine})"
+    elif failure is not None:  # a kernel without seccomp? Then isolated all the same, and said so
+        keyrings = f"the kernel keyrings are NOT blocked (the seccomp filter failed: {failure})"
+        failure = _probe(python_executable, None)
+    if failure is not None:
+        return Support(False, failure)
     cgroups = Cgroup.create(64 * 1024 * 1024, 8)
     if cgroups is not None:
         cgroups.remove()
     user = "the nobody user" if as_root() else "the agent's user in a user namespace"
+    nproc = as_root() or _kernel_at_least(5, 14)
+    if as_root():
+        processes = "processes limited through the nobody user (RLIMIT_NPROC)"
+    elif nproc:
+        processes = "processes counted in its user namespace (RLIMIT_NPROC)"
+    else:
+        processes = "processes are not limited (Linux before 5.14 counts RLIMIT_NPROC for the whole user)"
     limits = (
         "a cgroup limits the memory and processes of all its processes"
         if cgroups
-        else "memory is limited per process only (no cgroup can be created here)"
+        else f"memory is limited per process only (no cgroup can be created here), {processes}"
     )
     return Support(
         True,
-        f"bubblewrap: own PID/IPC/network namespaces, only the system folders (read-only), {user}; {limits}",
+        f"bubblewrap: own PID/IPC/network namespaces, only the system folders (read-only), {user}, "
+        f"{keyrings}; {limits}",
         cgroups is not None,
+        seccomp,
+        nproc,
     )
+
+
+def _probe(python_executable: str, program: bytes | None) -> str | None:
+    """Start ``python_executable`` in the sandbox (with ``program`` as its seccomp filter); why that
+    failed, or ``None`` when it worked."""
+    scratch = Path(tempfile.mkdtemp(prefix="explicit_react_probe_"))
+    try:
+        workdir = prepare_workdir(scratch)
+        with seccomp_pipe(program) as fd:
+            command = bwrap_command(workdir, python_executable, allow_network=False, seccomp_fd=fd)
+            command += ["-I", "-c", "import os; print(os.getpid())"]
+            try:
+                probe = subprocess.run(
+                    command,
+                    capture_output=True,
+                    timeout=20,
+                    cwd="/",
+                    env={"PATH": "/usr/bin:/bin"},
+                    pass_fds=() if fd is None else (fd,),
+                )
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                return f"bubblewrap could not start: {exc}"
+        if probe.returncode != 0 or probe.stdout.strip() != b"2":
+            error = probe.stderr.decode(errors="replace").strip().splitlines()
+            return f"bubblewrap cannot create namespaces here: {error[-1] if error else probe.returncode}"
+        return None
+    finally:
+        remove_folder(scratch)
+
+
+def _kernel_at_least(major: int, minor: int) -> bool:
+    found = re.match(r"(\d+)\.(\d+)", os.uname().release)
+    return found is not None and (int(found[1]), int(found[2])) >= (major, minor)
 
 
 def prepare_workdir(scratch: Path) -> Path:
@@ -102,8 +149,11 @@ def prepare_workdir(scratch: Path) -> Path:
     return workdir
 
 
-def bwrap_command(workdir: Path, python_executable: str, *, allow_network: bool) -> list[str]:
-    """The command that starts ``python_executable`` inside the sandbox (append its arguments)."""
+def bwrap_command(
+    workdir: Path, python_executable: str, *, allow_network: bool, seccomp_fd: int | None = None
+) -> list[str]:
+    """The command that starts ``python_executable`` inside the sandbox (append its arguments);
+    ``seccomp_fd``: a descriptor the command inherits, from ``seccomp_pipe``."""
     bwrap, setpriv = shutil.which("bwrap") or "bwrap", shutil.which("setpriv") or "setpriv"
     command = [bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc"]
     command += ["--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox"]
@@ -111,9 +161,12 @@ def bwrap_command(workdir: Path, python_executable: str, *, allow_network: bool)
         command.append("--unshare-net")
     if not as_root():
         command += ["--unshare-user", "--cap-drop", "ALL"]
+    if seccomp_fd is not None:  # bubblewrap applies it just before it starts the command
+        command += ["--seccomp", str(seccomp_fd)]
     executable = Path(os.path.realpath(python_executable))
     command += _system_view(executable, allow_network=allow_network)
-    command += ["--dev", "/dev", "--proc", "/proc", "--size", str(TMPFS_BYTES), "--tmpfs", "/tmp"]
+    command += ["--dev", "/dev", "--proc", "/proc"]
+    command += ["--perms", "1777", "--size", str(TMPFS_BYTES), "--tmpfs", "/tmp"]  # as a /tmp is
     command += ["--bind", str(workdir), str(workdir), "--remount-ro", "/", "--chdir", str(workdir), "--"]
     if as_root():
         command += [setpriv, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
@@ -148,6 +201,179 @@ def _system_view(executable: Path, *, allow_network: bool) -> list[str]:
     if allow_network and not any(resolver.is_relative_to(folder) for folder in shown):
         options += ["--ro-bind-try", str(resolver), str(resolver)]  # often below /run: the file alone
     return options
+
+
+@dataclass(frozen=True)
+class Architecture:
+    """What the seccomp filter needs to know of a machine: its audit architecture (the kernel tells
+    the filter which system-call table a call uses), its numbers of the keyring system calls, and
+    where the numbers of a second table with the same audit architecture start (x32), if any."""
+
+    audit: int
+    add_key: int
+    request_key: int
+    keyctl: int
+    foreign_from: int | None = None
+
+
+ARCHITECTURES = {
+    "x86_64": Architecture(0xC000003E, add_key=248, request_key=249, keyctl=250, foreign_from=0x40000000),
+    "aarch64": Architecture(0xC00000B7, add_key=217, request_key=218, keyctl=219),
+}
+"""The machines (``os.uname().machine``) the keyring filter is written for (linux/audit.h and the
+kernel's system-call tables). Elsewhere there is no filter, and ``Support`` says so."""
+
+
+def architecture(machine: str | None = None) -> Architecture | None:
+    """This Linux machine's entry in ``ARCHITECTURES`` (or ``machine``'s); ``None`` elsewhere."""
+    if machine is None:
+        if not sys.platform.startswith("linux"):
+            return None
+        machine = os.uname().machine
+    return ARCHITECTURES.get(machine)
+
+
+KEYCTL_JOIN_SESSION_KEYRING = 1
+_SECCOMP_RET_KILL_PROCESS, _SECCOMP_RET_ERRNO, _SECCOMP_RET_ALLOW = 0x80000000, 0x00050000, 0x7FFF0000
+_BPF_LD_W_ABS, _BPF_JEQ_K, _BPF_JGE_K, _BPF_RET_K = 0x20, 0x15, 0x35, 0x06  # linux/filter.h
+_NR, _ARCH, _ARGS = 0, 4, 16  # offsets in struct seccomp_data; each argument is 8 bytes
+
+
+@functools.cache
+def keyring_filter(machine: str | None = None) -> bytes | None:
+    """The seccomp filter (a classic BPF program, as bubblewrap's ``--seccomp`` reads it) that keeps
+    the kernel's keyrings from the sandbox, or ``None`` on a machine it is not written for.
+
+    Keyrings are not namespaced: the child inherits the agent's session keyring (which systemd,
+    pam_keyinit and Docker give every process, and where a credential may be kept) and shares the
+    user keyring of its user with every other call. So ``add_key``, ``request_key`` and ``keyctl``
+    fail with ``EPERM``, as in Docker's default profile; only ``keyctl(KEYCTL_JOIN_SESSION_KEYRING,
+    NULL)`` is let through, with which the child leaves the agent's session keyring for a new, empty
+    one (``_python_child.py`` does so first). Every other system call is allowed. A call through
+    another system-call table (x32 on x86_64, or a 32-bit program) kills the process: its numbers
+    mean other calls, nothing this sandbox runs makes one, and it is a known way around filters
+    that only read the number."""
+    arch = architecture(machine)
+    if arch is None or sys.byteorder != "little":  # the argument offsets below are little-endian
+        return None
+    body: list[tuple[int, str | None, str | None, int]] = [  # (operation, jump if true, if false, value)
+        (_BPF_LD_W_ABS, None, None, _ARCH),
+        (_BPF_JEQ_K, None, "kill", arch.audit),
+        (_BPF_LD_W_ABS, None, None, _NR),
+        *([(_BPF_JGE_K, "kill", None, arch.foreign_from)] if arch.foreign_from else []),
+        (_BPF_JEQ_K, "deny", None, arch.add_key),
+        (_BPF_JEQ_K, "deny", None, arch.request_key),
+        (_BPF_JEQ_K, None, "allow", arch.keyctl),
+        (_BPF_LD_W_ABS, None, None, _ARGS),  # keyctl's operation: an int, the low half is what counts
+        (_BPF_JEQ_K, None, "deny", KEYCTL_JOIN_SESSION_KEYRING),
+        (_BPF_LD_W_ABS, None, None, _ARGS + 8),  # the keyring's name: NULL, both halves
+        (_BPF_JEQ_K, None, "deny", 0),
+        (_BPF_LD_W_ABS, None, None, _ARGS + 12),
+        (_BPF_JEQ_K, "allow", "deny", 0),
+    ]
+    returns = {
+        "allow": _SECCOMP_RET_ALLOW,
+        "deny": _SECCOMP_RET_ERRNO | errno.EPERM,
+        "kill": _SECCOMP_RET_KILL_PROCESS,
+    }
+    where = {label: len(body) + index for index, label in enumerate(returns)}
+
+    def jump(at: int, label: str | None) -> int:  # classic BPF jumps forward, from the next instruction
+        return 0 if label is None else where[label] - at - 1
+
+    program = [
+        struct.pack("=HBBI", op, jump(at, yes), jump(at, no), k) for at, (op, yes, no, k) in enumerate(body)
+    ]
+    program += [struct.pack("=HBBI", _BPF_RET_K, 0, 0, value) for value in returns.values()]
+    return b"".join(program)
+
+
+@contextlib.contextmanager
+def seccomp_pipe(program: bytes | None) -> Iterator[int | None]:
+    """A descriptor to pass to the command (``pass_fds``) from which bubblewrap reads ``program``;
+    ``None`` when there is none. Closed on leaving: start the command inside the block."""
+    if program is None:
+        yield None
+        return
+    read, write = os.pipe()  # both close-on-exec: only the command the descriptor is passed to gets it
+    try:
+        os.write(write, program)  # a few hundred bytes: far below a pipe's capacity
+    finally:
+        os.close(write)
+    try:
+        yield read
+    finally:
+        os.close(read)
+
+
+def remove_folder(folder: Path) -> bool:
+    """Delete ``folder`` and everything in it; True when nothing is left. Call it once every process
+    of the call has been killed.
+
+    ``shutil.rmtree`` does it, unless the code, running as the agent's own user (an agent that is not
+    root), took the permissions off its folders, or made a tree deeper than Python's recursion limit:
+    then ``_remove_tree`` gives the permissions back and removes what is left."""
+    try:
+        shutil.rmtree(folder)
+    except (OSError, RecursionError):
+        with contextlib.suppress(OSError):
+            _remove_tree(folder)
+    return not os.path.lexists(folder)
+
+
+def _open_folder(name: str, parent: int | None) -> int:
+    """Open the folder ``name`` (in the open folder ``parent``) for listing, never through a symlink,
+    after giving its owner back every permission on it."""
+    handle = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_DIRECTORY, dir_fd=parent)
+    try:
+        os.chmod(f"/proc/self/fd/{handle}", 0o700)  # the folder just opened, whatever its permissions
+        return os.open(".", os.O_RDONLY | os.O_DIRECTORY, dir_fd=handle)
+    finally:
+        os.close(handle)
+
+
+def _remove_tree(top: Path) -> None:
+    """Remove ``top`` one folder at a time, without recursion (any depth) and relative to the open
+    folder (any path length), never following a symlink; what cannot be removed is left."""
+    if not sys.platform.startswith("linux"):
+        return
+    current = _open_folder(str(top), None)
+    names: list[str] = []  # the folders from ``top`` down to ``current``
+    stuck: list[set[str]] = [set()]  # per level: subfolders that could not be removed
+    try:
+        while True:
+            subfolder = None
+            with os.scandir(current) as entries:
+                for entry in entries:
+                    if not entry.is_dir(follow_symlinks=False):
+                        with contextlib.suppress(OSError):
+                            os.unlink(entry.name, dir_fd=current)
+                    elif subfolder is None and entry.name not in stuck[-1]:
+                        subfolder = entry.name
+            if subfolder is not None:  # down into it
+                try:
+                    below = _open_folder(subfolder, current)
+                except OSError:
+                    stuck[-1].add(subfolder)
+                    continue
+                os.close(current)
+                current = below
+                names.append(subfolder)
+                stuck.append(set())
+                continue
+            if not names:
+                break
+            above = os.open("..", os.O_RDONLY | os.O_DIRECTORY, dir_fd=current)  # back up, then remove it
+            os.close(current)
+            current, name = above, names.pop()
+            stuck.pop()
+            try:
+                os.rmdir(name, dir_fd=current)
+            except OSError:
+                stuck[-1].add(name)
+    finally:
+        os.close(current)
+    os.rmdir(top)
 
 
 class Cgroup:

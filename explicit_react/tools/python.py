@@ -3,10 +3,10 @@
 On Linux with bubblewrap (``_sandbox.py``) the child runs in its own namespaces: it cannot see,
 signal or read the ``/proc`` of the agent or any other process, has no network unless
 ``allow_network=True``, sees the filesystem read-only except its fresh working folder, runs as an
-unprivileged user, and a cgroup bounds the memory and the number of processes of everything it
-starts. Where that is not available the tool says so when it is created, and refuses to run code
-unless ``allow_unisolated=True`` (then the child runs as the agent's user, with only the limits
-below: treat that as no security boundary).
+unprivileged user, cannot use the kernel's keyrings (a seccomp filter), and a cgroup bounds the
+memory and the number of processes of everything it starts. Where that is not available the tool
+says so when it is created, and refuses to run code unless ``allow_unisolated=True`` (then the child
+runs as the agent's user, with only the limits below: treat that as no security boundary).
 
 Always: a fresh interpreter per call (``python -I``), a wall-clock ``timeout``, memory, CPU and
 file-size limits per process (``setrlimit``), an environment holding only what Python needs
@@ -22,7 +22,6 @@ import contextlib
 import math
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -206,12 +205,15 @@ class PythonREPLTool(BaseTool):
         try:
             if found.isolated and found.cgroups:
                 cgroup = _sandbox.Cgroup.create(self.memory_limit_mb * 1024 * 1024, self.max_processes)
-            run = _SandboxRun(self, scratch, code.encode("utf-8", "surrogateescape"), found.isolated, cgroup)
-            yield run
+            program = _sandbox.keyring_filter() if found.seccomp else None
+            with _sandbox.seccomp_pipe(program) as seccomp_fd:  # read by bubblewrap as it starts
+                source = code.encode("utf-8", "surrogateescape")
+                yield _SandboxRun(self, scratch, source, found, cgroup, seccomp_fd)
         finally:
             if cgroup is not None:
                 cgroup.remove()
-            shutil.rmtree(scratch, ignore_errors=True)
+            if not _sandbox.remove_folder(scratch):
+                warnings.warn(f"python_repl could not delete its working folder {scratch}", stacklevel=2)
 
 
 @cache
@@ -267,12 +269,17 @@ class _SandboxRun:
     tool: PythonREPLTool
     scratch: Path
     source: bytes
-    isolated: bool
+    support: _sandbox.Support
     cgroup: _sandbox.Cgroup | None
+    seccomp_fd: int | None = None
     timed_out: bool = False
     stdout: _Capture = field(init=False)
     stderr: _Capture = field(init=False)
     workdir: Path = field(init=False)
+
+    @property
+    def isolated(self) -> bool:
+        return self.support.isolated
 
     def __post_init__(self) -> None:
         limit = self.tool.max_output_chars * 4 + 4
@@ -285,17 +292,24 @@ class _SandboxRun:
     def command(self) -> list[str]:
         tool = self.tool
         cpu_seconds = math.ceil(tool.timeout) + 1
-        # RLIMIT_NPROC counts every process of the user: only meaningful for the 'nobody' user.
-        nproc = tool.max_processes if self.isolated and _sandbox.as_root() and self.cgroup is None else 0
+        # RLIMIT_NPROC counts the processes of a user: as root the child is 'nobody'; otherwise it
+        # counts those of the call's own user namespace on Linux 5.14+ (support.nproc), and without
+        # that it would count every process of the agent's user, so it is not set.
+        nproc = tool.max_processes if self.isolated and self.support.nproc and self.cgroup is None else 0
         limits = [str(tool.memory_limit_mb * 1024 * 1024), str(cpu_seconds)]
         limits += [str(tool.max_file_size_mb * 1024 * 1024), str(nproc)]
+        # The child leaves the agent's session keyring; unisolated, it installs the keyring filter
+        # itself (in the sandbox bubblewrap did, before the child started).
+        arch = _sandbox.architecture()
+        program = None if self.isolated else _sandbox.keyring_filter()
+        limits += [str(arch.keyctl if arch else 0), program.hex() if program else ""]
         python = ["-I", "-X", "utf8", "-c", _runner_source(), *limits]
         if not self.isolated:
             return [tool.python_executable, *python]
-        command = [
-            *_sandbox.bwrap_command(self.workdir, tool.python_executable, allow_network=tool.allow_network),
-            *python,
-        ]
+        bwrap = _sandbox.bwrap_command(
+            self.workdir, tool.python_executable, allow_network=tool.allow_network, seccomp_fd=self.seccomp_fd
+        )
+        command = [*bwrap, *python]
         return self.cgroup.join_command(command) if self.cgroup else command
 
     def popen_options(self) -> dict[str, Any]:
@@ -308,6 +322,7 @@ class _SandboxRun:
             "env": sandbox_environment(str(self.workdir), self.tool.extra_env),
             "start_new_session": True,  # its own process group, so one kill reaches its children
             "close_fds": True,
+            "pass_fds": () if self.seccomp_fd is None else (self.seccomp_fd,),
         }
 
     def kill(self, pid: int) -> None:

@@ -1,0 +1,379 @@
+"""python_repl's sandbox against a security review: the kernel keyrings (the agent's session
+keyring, the sandbox user's keyring shared between calls), the process limit of a non-root agent
+without a cgroup, a working folder the code made undeletable, and the private ``/tmp``.
+
+Each test runs the real sandbox. A test that needs an agent running as an ordinary user runs one as
+``nobody`` (``setpriv``) when the suite runs as root, and as the suite's own user otherwise; where the
+machine cannot do what a test needs it is skipped with the reason.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import textwrap
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from explicit_react.tools import _sandbox
+from tests.test_tools_python import python_tool
+
+ROOT = Path(__file__).resolve().parents[1]
+SUPPORT = _sandbox.support(sys.executable)
+needs_isolation = pytest.mark.skipif(not SUPPORT.isolated, reason=f"no isolation here: {SUPPORT.description}")
+
+# (add_key, request_key, keyctl) as the kernel numbers them on this machine.
+KEYRING_SYSCALLS = {"x86_64": (248, 249, 250), "aarch64": (217, 218, 219)}.get(os.uname().machine)
+needs_keyring_numbers = pytest.mark.skipif(
+    KEYRING_SYSCALLS is None, reason=f"no keyring syscall numbers for {os.uname().machine} in this test"
+)
+ADD_KEY, REQUEST_KEY, KEYCTL = KEYRING_SYSCALLS or (0, 0, 0)
+KEYCTL_JOIN_SESSION_KEYRING, KEYCTL_UNLINK, KEYCTL_SEARCH, KEYCTL_READ = 1, 9, 10, 11
+SESSION_KEYRING, USER_KEYRING = -3, -4
+CTYPES = "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+
+
+def agent(script: str, *, user: list[str] | None = None, env: dict[str, str] | None = None) -> str:
+    """Run ``script`` in a fresh interpreter that plays the agent (``user``: the command prefix and
+    interpreter that run it as another user); its stdout. A failure or a hang fails the test."""
+    command = [*(user or [sys.executable]), "-c", textwrap.dedent(script)]
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    environment = {**os.environ, "PYTHONPATH": path, **(env or {})}
+    try:
+        done = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=environment,
+            cwd=environment.get("TMPDIR"),
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("the agent process hung")
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def remove(folder: Path) -> None:
+    """Delete a test's folder, whatever a failing test left in it (locked or very deep folders)."""
+    subprocess.run(["chmod", "-R", "u+rwx", str(folder)], capture_output=True)  # never through a symlink
+    subprocess.run(["rm", "-rf", str(folder)], check=True)
+
+
+# The kernel keyrings --------------------------------------------------------------------------------
+@needs_isolation
+@needs_keyring_numbers
+def test_the_agents_session_keyring_cannot_be_read() -> None:
+    """systemd, pam_keyinit and Docker give every process a session keyring; a credential the agent's
+    environment keeps there must not reach the sandbox, which inherits the keyring from the agent."""
+    canary = f"sk-canary-{uuid.uuid4().hex}"
+    code = f"""
+{CTYPES}
+key = libc.syscall({KEYCTL}, {KEYCTL_SEARCH}, {SESSION_KEYRING}, b"user", b"agent_credential", 0)
+buffer = ctypes.create_string_buffer(256)
+size = libc.syscall({KEYCTL}, {KEYCTL_READ}, key, buffer, 256)
+print("read", buffer.raw[:max(size, 0)], ctypes.get_errno())
+print("listed", "agent_credential" in open("/proc/keys").read())
+"""
+    # The agent (a child process, so this test process keeps its own keyring) joins a new session
+    # keyring and stores the credential in it, as a login or a service manager would have.
+    script = f"""
+        import json, warnings
+        {CTYPES.replace(chr(10), chr(10) + " " * 8)}
+        assert libc.syscall({KEYCTL}, {KEYCTL_JOIN_SESSION_KEYRING}, None) > 0
+        secret = {canary.encode()!r}
+        assert libc.syscall({ADD_KEY}, b"user", b"agent_credential", secret, len(secret), {SESSION_KEYRING}) > 0
+        warnings.simplefilter("ignore")
+        from explicit_react.tools import PythonREPLTool
+        print(json.dumps(PythonREPLTool(timeout=10).invoke({code!r})))
+    """
+    observation = json.loads(agent(script))
+    assert canary not in observation
+    assert observation.startswith("read b'' 1\n"), observation  # EPERM
+    if _sandbox.as_root():  # the child left the agent's session keyring for one of its own: as
+        # 'nobody' it no longer sees the key at all (as the same user it still sees that it exists)
+        assert observation.endswith("listed False"), observation
+
+
+@needs_keyring_numbers
+def test_an_unisolated_child_cannot_read_the_agents_session_keyring() -> None:
+    """Where the sandbox is not available (here forced), the child still gets the keyring filter."""
+    canary = f"sk-canary-{uuid.uuid4().hex}"
+    code = f"""
+{CTYPES}
+key = libc.syscall({KEYCTL}, {KEYCTL_SEARCH}, {SESSION_KEYRING}, b"user", b"agent_credential", 0)
+buffer = ctypes.create_string_buffer(256)
+size = libc.syscall({KEYCTL}, {KEYCTL_READ}, key, buffer, 256)
+print("read", buffer.raw[:max(size, 0)], ctypes.get_errno())
+"""
+    script = f"""
+        import json, warnings
+        {CTYPES.replace(chr(10), chr(10) + " " * 8)}
+        assert libc.syscall({KEYCTL}, {KEYCTL_JOIN_SESSION_KEYRING}, None) > 0
+        secret = {canary.encode()!r}
+        assert libc.syscall({ADD_KEY}, b"user", b"agent_credential", secret, len(secret), {SESSION_KEYRING}) > 0
+        warnings.simplefilter("ignore")
+        from explicit_react.tools import PythonREPLTool, _sandbox
+        _sandbox.support = lambda python: _sandbox.Support(False, "forced off by the test")
+        print(json.dumps(PythonREPLTool(timeout=10, allow_unisolated=True).invoke({code!r})))
+    """
+    observation = json.loads(agent(script))
+    assert canary not in observation
+    assert observation == "read b'' 1", observation
+
+
+@needs_isolation
+@needs_keyring_numbers
+def test_calls_cannot_share_state_through_the_user_keyring() -> None:
+    """One call stores a key in its user's keyring (as root: the 'nobody' user's, shared by every
+    call); a later call, by another tool, must not find it."""
+    name = f"mailbox_{uuid.uuid4().hex[:12]}".encode()
+    store = f"""
+{CTYPES}
+data = b"left by call 1"
+print(libc.syscall({ADD_KEY}, b"user", {name!r}, data, len(data), {USER_KEYRING}) > 0, ctypes.get_errno())
+print(libc.syscall({REQUEST_KEY}, b"user", {name!r}, None, 0) > 0, ctypes.get_errno())
+"""
+    search = f"{CTYPES}print(libc.syscall({KEYCTL}, {KEYCTL_SEARCH}, {USER_KEYRING}, b'user', {name!r}, 0))"
+    try:
+        assert python_tool(timeout=10).invoke(store) == "False 1\nFalse 1"  # EPERM, EPERM
+        assert python_tool(timeout=10).invoke(search) == "-1"
+    finally:  # before the fix the key was stored: take it out again
+        python_tool(timeout=10).invoke(
+            f"{CTYPES}key = libc.syscall({KEYCTL}, {KEYCTL_SEARCH}, {USER_KEYRING}, b'user', {name!r}, 0)\n"
+            f"libc.syscall({KEYCTL}, {KEYCTL_UNLINK}, key, {USER_KEYRING})"
+        )
+
+
+@needs_isolation
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="x32 system calls exist on x86_64 only")
+def test_a_system_call_through_another_table_kills_the_process() -> None:
+    """x32 calls carry the x86_64 audit architecture but other numbers: a filter that only read the
+    number could be passed that way (here: getpid, which is harmless)."""
+    code = "import ctypes\nprint('before', flush=True)\nctypes.CDLL(None).syscall(0x40000000 | 39)\nprint('after')"
+    assert python_tool(timeout=10).invoke(code) == "Error: the process was killed by SIGSYS\nbefore"
+
+
+def test_the_keyring_filter_is_written_for_known_machines_only() -> None:
+    x86_64, aarch64 = _sandbox.keyring_filter("x86_64"), _sandbox.keyring_filter("aarch64")
+    assert x86_64 and aarch64 and len(x86_64) % 8 == 0 and len(aarch64) % 8 == 0
+    assert x86_64 != aarch64
+    assert _sandbox.keyring_filter("riscv64") is None
+
+
+@needs_isolation
+def test_the_child_starts_with_no_inherited_descriptor_but_its_pipes() -> None:
+    """The filter reaches bubblewrap through a pipe: it must not stay open in the sandbox."""
+    code = """
+import os
+found = []
+for fd in os.listdir('/proc/self/fd'):
+    try:
+        found.append(os.readlink(f'/proc/self/fd/{fd}') if int(fd) > 2 else 'standard')
+    except OSError:  # the listing's own
+        pass
+found
+"""
+    observation = python_tool(timeout=10).invoke(code)
+    assert "pipe:" not in observation and "/dev/null" in observation, observation
+
+
+# An agent that is not root ---------------------------------------------------------------------------
+@functools.cache
+def _unprivileged() -> tuple[list[str], str]:
+    """The command prefix that runs an agent as an ordinary user, or a reason why there is none."""
+    if not _sandbox.as_root():
+        return [sys.executable], ""  # the suite already runs as an ordinary user
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        return [], "setpriv (util-linux) is not installed"
+    drop = [setpriv, f"--reuid={_sandbox.NOBODY}", f"--regid={_sandbox.NOBODY}", "--clear-groups"]
+    # 'nobody' needs an interpreter it can run (a pyenv one below /root is not) and this project's
+    # packages: the same Python version's system interpreter, with this environment's site-packages.
+    import pydantic
+
+    path = f"{ROOT}{os.pathsep}{Path(pydantic.__file__).parents[1]}"
+    probe = "import sys; from explicit_react.tools import _sandbox; print(_sandbox.support(sys.executable).isolated)"
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    for python in dict.fromkeys(
+        [f"/usr/bin/{version}", f"/usr/local/bin/{version}", os.path.realpath(sys.executable)]
+    ):
+        if not os.access(python, os.X_OK):
+            continue
+        try:
+            done = subprocess.run(
+                [*drop, "env", f"PYTHONPATH={path}", python, "-c", probe],
+                capture_output=True,
+                text=True,
+                timeout=30,
+                cwd="/",
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if done.stdout.strip() == "True":
+            return [*drop, "env", f"PYTHONPATH={path}", python], ""
+    return [], f"no {version} interpreter that 'nobody' can run and isolate with this project's packages"
+
+
+@pytest.fixture
+def unprivileged() -> Iterator[tuple[list[str], Path]]:
+    """The command that runs an agent as an ordinary user, and a folder it owns for its TMPDIR."""
+    user, reason = _unprivileged()
+    if reason:
+        pytest.skip(f"no agent as an ordinary user: {reason}")
+    folder = Path(tempfile.mkdtemp(prefix="explicit_react_test_"))
+    if _sandbox.as_root():
+        os.chown(folder, _sandbox.NOBODY, _sandbox.NOBODY)
+    try:
+        yield user, folder
+    finally:
+        remove(folder)
+
+
+NO_CGROUP = """
+    import json, warnings
+    warnings.simplefilter("ignore")
+    from explicit_react.tools import PythonREPLTool, _sandbox
+    _sandbox.Cgroup.create = classmethod(lambda cls, memory, processes: None)  # as on most machines
+"""
+
+
+def test_a_non_root_agent_without_a_cgroup_limits_the_number_of_processes(
+    unprivileged: tuple[list[str], Path],
+) -> None:
+    user, folder = unprivileged
+    code = """
+import os, time
+started = 0
+for _ in range(60):
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        time.sleep(3)
+        os._exit(0)
+    started += 1
+print('started', started)
+"""
+    script = (
+        NO_CGROUP
+        + f"""
+    tool = PythonREPLTool(timeout=10, max_processes=10)
+    print(json.dumps([tool.isolation, tool.invoke({code!r})]))
+    """
+    )
+    isolation, observation = json.loads(agent(script, user=user, env={"TMPDIR": str(folder)}))
+    assert isolation.startswith("bubblewrap"), isolation
+    assert "no cgroup" in isolation, isolation
+    if "processes are not limited" in isolation:  # an old kernel: said, not hidden
+        pytest.skip(f"this kernel cannot limit the processes of a user namespace: {isolation}")
+    assert observation.startswith("started "), observation
+    assert int(observation.split()[1]) < 10, observation
+
+
+def test_a_folder_the_code_locked_is_still_deleted(unprivileged: tuple[list[str], Path]) -> None:
+    """The code runs as the agent's own user: it can take the permissions off its folders, and the
+    cleanup must give them back first, without following a symlink out of the working folder."""
+    user, folder = unprivileged
+    outside = folder / "outside"
+    outside.mkdir(mode=0o500)
+    outside.chmod(0o500)
+    if _sandbox.as_root():
+        os.chown(outside, _sandbox.NOBODY, _sandbox.NOBODY)
+    code = f"""
+import os
+os.makedirs('keep/inner/deeper')
+open('keep/inner/blob', 'wb').write(b'x' * 1024)
+os.symlink({str(outside)!r}, 'keep/inner/link')
+os.chmod('keep/inner/deeper', 0o000)
+os.chmod('keep/inner', 0o000)
+os.chmod('keep', 0o500)
+print('locked')
+"""
+    script = (
+        NO_CGROUP
+        + f"""
+    print(json.dumps(PythonREPLTool(timeout=10).invoke({code!r})))
+    """
+    )
+    assert json.loads(agent(script, user=user, env={"TMPDIR": str(folder)})) == "locked"
+    assert sorted(path.name for path in folder.iterdir()) == ["outside"]  # nothing left
+    assert stat.S_IMODE(outside.stat().st_mode) == 0o500  # the symlink's target untouched
+
+
+# The working folder -------------------------------------------------------------------------------
+@pytest.fixture
+def memory_tmp(tmp_path: Path) -> Iterator[Path]:
+    """A folder in memory where there is one (/dev/shm): removing thousands of folders on a disk
+    mounted with ``discard`` takes seconds."""
+    if not os.access("/dev/shm", os.W_OK):
+        yield tmp_path
+        return
+    folder = Path(tempfile.mkdtemp(dir="/dev/shm", prefix="explicit_react_test_"))
+    try:
+        yield folder
+    finally:
+        remove(folder)
+
+
+def test_a_folder_deeper_than_the_recursion_limit_is_deleted(
+    memory_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(memory_tmp))
+    code = "import os\nprint(os.getcwd())\nfor _ in range(1500):\n    os.mkdir('a')\n    os.chdir('a')"
+    workdir = python_tool(timeout=10).invoke(code)  # shutil.rmtree raised RecursionError here
+    assert workdir.startswith(f"{memory_tmp}/explicit_react_python_"), workdir
+    assert not Path(workdir).parent.exists()
+
+
+def test_locked_folders_are_removed_without_following_a_symlink(memory_tmp: Path) -> None:
+    """What the cleanup does when shutil.rmtree gave up: here a tree deeper and longer than a path
+    can be, a folder without any permission, and a symlink to a folder that must stay as it is."""
+    outside = memory_tmp / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("keep")
+    outside.chmod(0o500)
+    top = memory_tmp / "scratch"
+    locked = top / "work" / "locked"
+    locked.mkdir(parents=True)
+    (locked / "link").symlink_to(outside)
+    (top / "work" / "file").write_text("x")
+    folder = os.open(locked, os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(1200):  # 240,000 characters deep
+        os.mkdir("b" * 200, dir_fd=folder)
+        below = os.open("b" * 200, os.O_RDONLY | os.O_DIRECTORY, dir_fd=folder)
+        os.close(folder)
+        folder = below
+    os.close(folder)
+    locked.chmod(0o000)
+    _sandbox._remove_tree(top)
+    assert not top.exists()
+    assert (outside / "keep.txt").read_text() == "keep" and stat.S_IMODE(outside.stat().st_mode) == 0o500
+
+
+def test_a_folder_left_behind_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    remove = _sandbox.remove_folder
+    monkeypatch.setattr(_sandbox, "remove_folder", lambda folder: remove(folder) and False)  # "it failed"
+    with pytest.warns(
+        UserWarning, match="python_repl could not delete its working folder .*explicit_react_python_"
+    ):
+        assert python_tool(timeout=10).invoke("print('ran')") == "ran"
+
+
+# The private /tmp ------------------------------------------------------------------------------------
+@needs_isolation
+def test_the_private_tmp_is_writable() -> None:
+    code = (
+        "import os, stat\nopen('/tmp/x', 'w').write('a')\nprint(oct(stat.S_IMODE(os.stat('/tmp').st_mode)))"
+    )
+    assert python_tool(timeout=10).invoke(code) == "0o1777"
