@@ -6,6 +6,7 @@ Skipped when ray is not installed (``pip install explicit-react[ray]``); the ``d
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
@@ -15,6 +16,7 @@ import pytest
 
 ray = pytest.importorskip("ray", reason="ray is not installed: pip install explicit-react[ray]")
 
+from langchain_core.documents import Document  # noqa: E402
 from langchain_core.tools import tool  # noqa: E402
 
 from explicit_react import ExplicitReActAgent  # noqa: E402
@@ -73,18 +75,25 @@ def local_cluster() -> Iterator[None]:
 def test_workers_build_their_agents_and_answer_every_question(local_cluster: None) -> None:
     questions: list[Any] = [f"question {i}" for i in range(QUESTIONS)]
     questions[5] = {"input": 5}  # a question the agent rejects
-    records = list(answer_on_ray(questions, build_agent, workers=2, concurrency=2, chunk_size=3))
+    questions[7] = {"input": "question 7", "context": [Document("x", metadata={"lock": threading.Lock()})]}
+    # three workers on two CPUs: the two that fit answer, the third never gets room (this hung before)
+    with pytest.warns(RuntimeWarning, match="workers=3: the cluster holds 2 of them"):
+        records = list(answer_on_ray(questions, build_agent, workers=3, concurrency=2, chunk_size=3))
 
     assert [r["question"] for r in records] == [*(f"question {i}" for i in range(5)), "5"] + [
         f"question {i}" for i in range(6, QUESTIONS)
     ]
+    unsent = records.pop(7)  # a question Ray cannot pickle fails alone: its chunk-mates are answered
+    assert unsent["stop_reason"] is None
+    assert unsent["error"].startswith("RaySendError: the question could not be sent to a Ray worker:")
+    assert unsent["error"].endswith(": TypeError: cannot pickle '_thread.lock' object")  # Ray's cause
     failed = records.pop(5)
     assert failed["stop_reason"] is None and failed["error"].startswith("ConfigurationError:")
-    assert [r["stop_reason"] for r in records] == ["return_direct"] * (QUESTIONS - 1)
+    assert [r["stop_reason"] for r in records] == ["return_direct"] * (QUESTIONS - 2)
     assert all(len(r["steps"]) == 1 and r["steps"][0]["action"] == "worker_process" for r in records)
     processes = {r["answer"] for r in records}
     assert f"answered in process {os.getpid()}" not in processes  # the tools ran on the workers
-    assert len(processes) == 2  # one agent per worker, both used
+    assert len(processes) == 2  # one agent per worker that fits, both used
 
 
 def test_a_factory_that_fails_raises_before_any_question_is_sent(local_cluster: None) -> None:
