@@ -85,7 +85,8 @@ def message_text(content: Any) -> str:
     return "" if content is None else str(content)
 
 
-def _usage(message: Any) -> TokenUsage:
+def usage_of(message: Any) -> TokenUsage:
+    """The tokens ``message`` (a reply, or an error a model raised) reports in ``usage_metadata``."""
     meta = getattr(message, "usage_metadata", None)
     if not meta:
         return TokenUsage()
@@ -199,7 +200,7 @@ class ModelAdapter:
         text = cut_invented_observation(message_text(content))
         for stop in self.stop:  # a model that ignored the stop sequence
             text = text.split(stop, 1)[0]
-        return Completion(text, _usage(reply), time.monotonic() - started, _tool_calls(reply))
+        return Completion(text, usage_of(reply), time.monotonic() - started, _tool_calls(reply))
 
     # With timeouts and retries ------------------------------------------------------------
     def _delay(self, attempt: int) -> float:

@@ -27,7 +27,7 @@ from explicit_react.deadline import DeadlineExceeded
 from explicit_react.drivers import Machine, Notify, heard
 from explicit_react.errors import ModelCallError
 from explicit_react.executor import ToolExecutor, ToolOutcome
-from explicit_react.llm import Completion, ModelAdapter
+from explicit_react.llm import Completion, ModelAdapter, usage_of
 from explicit_react.parser import plain_text
 from explicit_react.policy import SOURCED_NUMBERS, Budget, RunGuard, sourced_numbers
 from explicit_react.prompt import Message, ToolSpec, load_template
@@ -203,6 +203,9 @@ class ReActLoop:
                 else:
                     acted = yield from self.acting(turn, run)
             except ModelCallError as exc:
+                paid = usage_of(exc.__cause__)  # a failed turn may have paid for a call (two_phase's thought)
+                run.usage += paid
+                run.guard.record_tokens(paid.total_tokens)
                 if self.on_llm_error == "raise":  # for with_retry / with_fallbacks around the agent
                     raise
                 yield from self._finish(

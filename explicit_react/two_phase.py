@@ -5,16 +5,27 @@ as a transcript, and may only think. The second sees the conversation as native 
 that thought, and either calls one tool or answers in plain text. The loop sees one model: the two
 calls are one runnable (``TwoPhaseModel``), so steps, budgets, stop reasons, retries and the answer
 at a limit are those of ``mode="tool_calling"``.
+
+Two things differ because one reply stands for two calls. The loop cuts a reply at
+``max_reply_chars`` (and the model adapter at a model-written ``Observation:`` line), so the act
+part comes first in the joined reply and the thought after it: a cut can shorten the thought, never
+remove the answer; and a thought is cut to ``MAX_THOUGHT_CHARS`` on its own, with a mark. A failed act
+call leaves its thought for a retry of the same turn, which acts again without thinking again.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
-from langchain_core.messages.ai import add_usage
+from langchain_core.messages.ai import UsageMetadata, add_usage
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool
 
@@ -22,29 +33,89 @@ from explicit_react.executor import tool_spec
 from explicit_react.llm import Completion, message_text
 from explicit_react.parser import ACTION, ACTION_INPUT, FINAL_ANSWER, OBSERVATION, THOUGHT
 from explicit_react.prompt import load_template, render
+from explicit_react.scratchpad import truncate_middle
 from explicit_react.transport import NativeToolCalling, Turn
 from explicit_react.types import FinalAnswer
 
+MAX_THOUGHT_CHARS = 4000
+"""A longer thought keeps its head and tail with ``[... N characters cut ...]`` between them, before
+the Act call sees it. The thought prompt asks for one short paragraph; a runaway one would fill the
+Act call's prompt and the step's log."""
 _ANSWER_MARK = "\n\x1e"
-"""Joins the thought and a plain-text answer in the combined reply; models do not write \\x1e."""
+"""Joins a plain-text answer and the thought after it in the combined reply; models do not write \\x1e."""
+_PENDING_TURNS = 32
+"""How many thoughts whose act call failed are kept for a retry (the oldest is dropped)."""
 _NOTHING_DONE = (
     "Error: after your thought you neither called a tool nor answered. "
     "Call one of the tools, or reply with your final answer."
 )
 
 
+@dataclass(frozen=True)
+class _Thought:
+    """A Thought call's text (clean, cut to ``MAX_THOUGHT_CHARS``) and the tokens it cost."""
+
+    text: str
+    usage: UsageMetadata | None
+
+
+class _PendingThoughts:
+    """Thoughts whose act call failed, by the turn's input messages, each taken at most once.
+
+    The model adapter retries a failed call with the same messages, so the retry finds the thought
+    it already paid for and makes the act call alone. A turn is its whole input (the system
+    message, the question, every step): another run at the very same point may take the thought
+    instead, which is the thought the same prompt asked for, and its tokens are counted there."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._items: OrderedDict[str, _Thought] = OrderedDict()
+
+    @staticmethod
+    def _key(messages: Sequence[BaseMessage]) -> str:
+        parts = [
+            (m.type, m.content, getattr(m, "tool_calls", None), getattr(m, "tool_call_id", None))
+            for m in messages
+        ]
+        return hashlib.sha256(repr(parts).encode("utf-8", "surrogatepass")).hexdigest()
+
+    def take(self, messages: Sequence[BaseMessage]) -> _Thought | None:
+        if not self._items:  # the usual case: no act call has failed
+            return None
+        key = self._key(messages)
+        with self._lock:
+            return self._items.pop(key, None)
+
+    def keep(self, messages: Sequence[BaseMessage], thought: _Thought) -> None:
+        key = self._key(messages)
+        with self._lock:
+            self._items[key] = thought
+            self._items.move_to_end(key)
+            while len(self._items) > _PENDING_TURNS:
+                self._items.popitem(last=False)
+
+
 class TwoPhaseModel(Runnable[Sequence[BaseMessage], AIMessage]):
     """One turn as two calls: ``thinker`` (no tools) for the thought, ``actor`` (tools bound) for the act.
 
-    The reply is an ``AIMessage`` whose content is the thought, with the actor's tool calls; when the
-    actor called no tool, its text (the answer, maybe empty) follows the thought after ``_ANSWER_MARK``. Its usage
-    is both calls' together.
+    The reply is an ``AIMessage`` with the actor's tool calls whose content is the thought; when the
+    actor called no tool, its content is the actor's text (the answer, maybe empty), ``_ANSWER_MARK``,
+    then the thought. Its usage is both calls' together.
+
+    When the act call fails, its error goes to the caller as it was raised (a transient one is
+    retried by the model adapter), with the thought call's usage as its ``usage_metadata`` (the
+    tokens of a call that was paid for), and the thought is kept: a call with the same input acts
+    on it instead of thinking again, and that reply's usage includes it.
     """
 
-    def __init__(self, thinker: Any, actor: Any, tools_text: str) -> None:
+    def __init__(
+        self, thinker: Any, actor: Any, tools_text: str, *, max_thought_chars: int = MAX_THOUGHT_CHARS
+    ) -> None:
         self.thinker = thinker
         self.actor = actor
         self.tools_text = tools_text
+        self.max_thought_chars = max_thought_chars
+        self._pending = _PendingThoughts()
 
     def _thought_prompt(self, messages: Sequence[BaseMessage]) -> list[BaseMessage]:
         conversation = transcript(messages)
@@ -56,33 +127,55 @@ class TwoPhaseModel(Runnable[Sequence[BaseMessage], AIMessage]):
         nudge = render(load_template("two_phase_act"), thought=thought).strip()
         return [*messages, HumanMessage(nudge)]
 
+    def _thought(self, reply: Any) -> _Thought:
+        text = _clean(message_text(getattr(reply, "content", reply)))
+        return _Thought(truncate_middle(text, self.max_thought_chars), getattr(reply, "usage_metadata", None))
+
+    def _act_failed(self, messages: Sequence[BaseMessage], thought: _Thought, exc: BaseException) -> None:
+        self._pending.keep(messages, thought)
+        if thought.usage is not None:
+            with contextlib.suppress(AttributeError, TypeError):  # an exception that takes no attributes
+                setattr(exc, "usage_metadata", thought.usage)  # noqa: B010
+
     @staticmethod
-    def _combine(thought_reply: Any, act_reply: Any) -> AIMessage:
-        thought = _clean(message_text(getattr(thought_reply, "content", thought_reply)))
+    def _combine(thought: _Thought, act_reply: Any) -> AIMessage:
         answer = _clean(message_text(getattr(act_reply, "content", act_reply)))
         calls = list(getattr(act_reply, "tool_calls", None) or [])
         invalid = list(getattr(act_reply, "invalid_tool_calls", None) or [])
-        content = thought if calls or invalid else f"{thought}{_ANSWER_MARK}{answer}"
-        usage = [u for r in (thought_reply, act_reply) if (u := getattr(r, "usage_metadata", None))]
-        total = add_usage(*usage[:2]) if len(usage) == 2 else (usage[0] if usage else None)
+        # The act part first: the loop's cut at max_reply_chars keeps a reply's beginning.
+        content = thought.text if calls or invalid else f"{answer}{_ANSWER_MARK}{thought.text}"
+        usage = [u for u in (thought.usage, getattr(act_reply, "usage_metadata", None)) if u]
+        total = add_usage(*usage) if len(usage) == 2 else (usage[0] if usage else None)
         return AIMessage(content=content, tool_calls=calls, invalid_tool_calls=invalid, usage_metadata=total)
 
     def invoke(
         self, input: Sequence[BaseMessage], config: RunnableConfig | None = None, **kwargs: Any
     ) -> AIMessage:
-        """Think, then act; both calls report to ``config``'s callbacks."""
-        thought_reply = self.thinker.invoke(self._thought_prompt(input), config)
-        thought = _clean(message_text(thought_reply.content))
-        return self._combine(thought_reply, self.actor.invoke(self._act_prompt(input, thought), config))
+        """Think (unless a failed act call left this turn's thought), then act; both calls report
+        to ``config``'s callbacks."""
+        thought = self._pending.take(input)
+        if thought is None:
+            thought = self._thought(self.thinker.invoke(self._thought_prompt(input), config))
+        try:
+            act_reply = self.actor.invoke(self._act_prompt(input, thought.text), config)
+        except BaseException as exc:
+            self._act_failed(input, thought, exc)
+            raise
+        return self._combine(thought, act_reply)
 
     async def ainvoke(
         self, input: Sequence[BaseMessage], config: RunnableConfig | None = None, **kwargs: Any
     ) -> AIMessage:
         """Async ``invoke``."""
-        thought_reply = await self.thinker.ainvoke(self._thought_prompt(input), config)
-        thought = _clean(message_text(thought_reply.content))
-        act_reply = await self.actor.ainvoke(self._act_prompt(input, thought), config)
-        return self._combine(thought_reply, act_reply)
+        thought = self._pending.take(input)
+        if thought is None:
+            thought = self._thought(await self.thinker.ainvoke(self._thought_prompt(input), config))
+        try:
+            act_reply = await self.actor.ainvoke(self._act_prompt(input, thought.text), config)
+        except BaseException as exc:
+            self._act_failed(input, thought, exc)
+            raise
+        return self._combine(thought, act_reply)
 
 
 class TwoPhase(NativeToolCalling):
@@ -99,8 +192,8 @@ class TwoPhase(NativeToolCalling):
 
     def read(self, completion: Completion) -> Turn:
         """A tool call is the action, its thought the first call's; a plain-text act is the answer."""
-        thought, mark, answer = completion.text.partition(_ANSWER_MARK)
-        if not mark:
+        answer, mark, thought = completion.text.partition(_ANSWER_MARK)
+        if not mark:  # a tool call, or an answer so long that the loop's cut took the mark off
             return super().read(completion)
         thought, answer = thought.strip(), answer.strip()
         if not answer:  # the thought is private: it is no answer

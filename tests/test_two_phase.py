@@ -11,8 +11,11 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from explicit_react import ConfigurationError, ExplicitReActAgent, StopReason
+from explicit_react.errors import ModelCallError
 from explicit_react.models import load_model
 from explicit_react.testing import ScriptedChatModel
+from explicit_react.two_phase import MAX_THOUGHT_CHARS
+from explicit_react.types import FinalAnswer
 from tests.helpers import search
 from tests.test_gemini import API_KEY, FakeGemini
 
@@ -141,3 +144,94 @@ def test_two_phase_over_the_real_gemini_client(monkeypatch: pytest.MonkeyPatch) 
     assert [d["name"] for d in act_request["tools"][0]["functionDeclarations"]] == ["search"]
     assert "I should search" in json.dumps(act_request["contents"])
     assert "Observation: 2100000" in json.dumps(fake.requests[2]["contents"])
+
+
+# A long thought and the reply limit -----------------------------------------------------------
+# The two calls come back to the loop as one reply; the loop cuts a reply at max_reply_chars and the
+# model adapter cuts it at a model-written "Observation:" line. Neither cut may land in the act part.
+
+LONG_THOUGHT = "x " * 12_000  # 24,000 characters, over the default max_reply_chars (20,000)
+
+
+def test_a_thought_over_the_reply_limit_does_not_become_the_answer() -> None:
+    model = ScriptedChatModel([LONG_THOUGHT, "About 2.1 million people."])
+    result = ExplicitReActAgent(model, [search], mode="two_phase").run("How many people live in Paris?")
+    assert (result.stop_reason, result.answer) == (StopReason.SUCCESS, "About 2.1 million people.")
+    model.assert_all_used()
+
+
+def test_a_long_thought_is_cut_on_its_own_with_a_mark() -> None:
+    model = ScriptedChatModel([LONG_THOUGHT, "About 2.1 million people."])
+    turn = ExplicitReActAgent(model, [search], mode="two_phase").think("How many people live in Paris?")
+    assert isinstance(turn.decision, FinalAnswer)
+    assert turn.decision.answer == "About 2.1 million people."
+    thought = turn.decision.thought
+    assert len(thought) < MAX_THOUGHT_CHARS + 100 and "characters cut" in thought
+    assert thought.startswith("x x x") and thought.endswith("x x x")  # its head and its tail
+    act_prompt = model.calls[1].messages[-1].content
+    assert thought in act_prompt and len(act_prompt) < MAX_THOUGHT_CHARS + 1000  # the actor sees the same
+
+
+@pytest.mark.parametrize("max_reply_chars", [50, 1000, None])
+def test_the_answer_survives_any_reply_limit(max_reply_chars: int | None) -> None:
+    thought = "I know this one: the search said 2100000 people live in Paris, so I can answer. " * 20
+    model = ScriptedChatModel([thought, "About 2.1 million people."])
+    agent = ExplicitReActAgent(model, [search], mode="two_phase", max_reply_chars=max_reply_chars)
+    result = agent.run("How many people live in Paris?")
+    assert (result.stop_reason, result.answer) == (StopReason.SUCCESS, "About 2.1 million people.")
+
+
+def test_an_observation_line_in_the_thought_does_not_cut_the_answer() -> None:
+    # The thinker reads the run as a ReAct transcript, and may write in its style.
+    thought = "I would search.\nObservation: 2100000\nThought: so about 2.1 million."
+    model = ScriptedChatModel([thought, "About 2.1 million people."])
+    result = ExplicitReActAgent(model, [search], mode="two_phase").run("How many people live in Paris?")
+    assert (result.stop_reason, result.answer) == (StopReason.SUCCESS, "About 2.1 million people.")
+
+
+def test_a_long_thought_before_a_tool_call_is_cut_without_a_reply_note() -> None:
+    model = ScriptedChatModel(
+        [LONG_THOUGHT, call("search", query="population of Paris"), "Done.", "About 2.1 million."]
+    )
+    result = ExplicitReActAgent(model, [search], mode="two_phase").run("How many people live in Paris?")
+    assert result.answer == "About 2.1 million."
+    (step,) = result.steps
+    assert step.observation == "2100000"  # the thought was cut before the loop's limit: no note
+    assert "characters cut" in step.thought and len(step.thought) < MAX_THOUGHT_CHARS + 100
+
+
+# A failed act call ------------------------------------------------------------------------------
+
+THOUGHT = "I need the population of Paris and can answer it from memory."
+
+
+@pytest.mark.parametrize("run_async", [False, True])
+def test_a_retried_act_call_reuses_the_thought_and_counts_it_once(run_async: bool) -> None:
+    model = ScriptedChatModel([THOUGHT, TimeoutError("act timed out"), "About 2.1 million people."])
+    agent = ExplicitReActAgent(model, [search], mode="two_phase", max_retries=1, retry_backoff=0)
+    question = "How many people live in Paris?"
+    result = asyncio.run(agent.arun(question)) if run_async else agent.run(question)
+    assert (result.stop_reason, result.answer) == (StopReason.SUCCESS, "About 2.1 million people.")
+    thought_call, failed_act, act = model.calls
+    assert failed_act.messages == act.messages  # the retry is the act call alone, with the same thought
+    assert THOUGHT in act.messages[-1].content
+    model.assert_all_used()
+    words = [len(str(m.content).split()) for c in (thought_call, act) for m in c.messages]
+    assert result.usage.output_tokens == len(THOUGHT.split()) + 4  # the thought once, and the answer
+    assert result.usage.input_tokens == sum(words)  # both paid prompts; the failed act call reported none
+
+
+def test_a_failed_act_call_reports_the_paid_thought_on_its_error() -> None:
+    model = ScriptedChatModel([THOUGHT, TimeoutError("act timed out")])
+    agent = ExplicitReActAgent(model, [search], mode="two_phase", max_retries=0, on_llm_error="raise")
+    with pytest.raises(ModelCallError) as raised:
+        agent.run("How many people live in Paris?")
+    usage = getattr(raised.value.__cause__, "usage_metadata", None)
+    assert usage is not None and usage["output_tokens"] == len(THOUGHT.split())
+
+
+def test_a_run_whose_act_call_failed_counts_the_thought() -> None:
+    model = ScriptedChatModel([THOUGHT, TimeoutError("act timed out")])
+    result = ExplicitReActAgent(model, [search], mode="two_phase", max_retries=0).run("Paris?")
+    assert result.stop_reason is StopReason.LLM_ERROR
+    assert result.usage.output_tokens == len(THOUGHT.split())
