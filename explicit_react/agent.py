@@ -9,6 +9,7 @@ listeners) and hands the loop to a driver: ``drivers.drive`` for ``run``/``strea
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Collection, Iterator, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -21,7 +22,7 @@ from langchain_core.runnables.config import (
 )
 from langchain_core.tools import BaseTool
 
-from explicit_react import chain_run, drivers, options
+from explicit_react import chain_run, drivers, options, threaded
 from explicit_react.context import read_input
 from explicit_react.drivers import Machine, Notify, heard
 from explicit_react.errors import ConfigurationError
@@ -277,6 +278,28 @@ class ExplicitReActAgent(ReActLoop, Runnable[AgentInput, dict[str, Any]]):
         """Async ``invoke``."""
         result = await drivers.arun(self._session(input, config, kwargs.get("context"), _ASYNC))
         return result_to_output(result, input)
+
+    def batch(
+        self,
+        inputs: list[AgentInput],
+        config: RunnableConfig | list[RunnableConfig] | None = None,
+        *,
+        return_exceptions: bool = False,
+        **kwargs: Any,
+    ) -> list[dict[str, Any]]:
+        """LangChain's ``Runnable.batch`` on daemon threads: one Ctrl-C stops it (``threaded``)."""
+        return threaded.batch(partial(self.invoke, **kwargs), inputs, config, return_exceptions)
+
+    def batch_as_completed(  # type: ignore[override]
+        self,
+        inputs: Sequence[AgentInput],
+        config: RunnableConfig | Sequence[RunnableConfig] | None = None,
+        *,
+        return_exceptions: bool = False,
+        **kwargs: Any,
+    ) -> Iterator[tuple[int, dict[str, Any] | Exception]]:
+        """LangChain's ``Runnable.batch_as_completed`` on daemon threads, as ``batch``."""
+        return threaded.batch_as_completed(partial(self.invoke, **kwargs), inputs, config, return_exceptions)
 
     def transform(
         self, input: Iterator[AgentInput], config: RunnableConfig | None = None, **kwargs: Any

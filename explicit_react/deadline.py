@@ -5,9 +5,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import os
+import queue
 import threading
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
+from concurrent.futures import Executor, Future
+from functools import partial
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -19,9 +24,10 @@ _abandoned: contextvars.ContextVar[threading.Event | None] = contextvars.Context
 
 
 def abandoned() -> threading.Event | None:
-    """Inside a call run by ``call_with_timeout``: an event set when the caller stops waiting for it
-    (its timeout fired). A tool that starts processes watches it to stop them at once instead of
-    running on unseen. ``None`` outside such a call."""
+    """Inside a call run in a daemon thread here (``call_with_timeout`` with a timeout,
+    ``acall_in_thread``, a ``DaemonExecutor``'s, so a sync ``batch``'s runs): an event set when the
+    caller stops waiting for it (its timeout fired, or Ctrl-C). A tool that starts processes watches
+    it to stop them at once instead of running on unseen. ``None`` outside such a call."""
     return _abandoned.get()
 
 
@@ -66,24 +72,86 @@ class Deadline:
         return limit, False
 
 
+class _Workers:
+    """Daemon threads that run blocking calls, reused from one call to the next.
+
+    Daemon threads, so that a call that never returns never keeps the process from exiting (a
+    ``ThreadPoolExecutor``'s threads are joined at exit, and ``asyncio.run`` joins its default
+    executor's); reused, because starting a thread per call costs more CPU than handing the call to
+    a waiting one (``bench/concurrency.py``, its sync tool). No cap: there are as many threads as
+    calls in flight, so the caller's concurrency decides (asyncio's default executor ran at most
+    ``min(32, cpu + 4)``), and a hung call holds its thread, not a place others wait for. A thread
+    with no call for ``idle_seconds`` ends, so the pool shrinks back after a burst.
+    """
+
+    def __init__(self, idle_seconds: float) -> None:
+        self.idle_seconds = idle_seconds
+        self._reset()
+
+    def _reset(self) -> None:
+        """An empty pool (also in a forked child, which has none of its parent's threads)."""
+        self._lock = threading.Lock()
+        self._jobs: queue.SimpleQueue[Callable[[], Callable[[], None]]] = queue.SimpleQueue()
+        self._free = 0  # threads waiting for a job, less the jobs queued for them
+
+    def run(self, job: Callable[[], Callable[[], None]]) -> None:
+        """Run ``job()`` in a waiting thread, or in a new one if none is free; then the callable it
+        returns (which tells the caller), once the thread counts as free again, so that a call the
+        caller makes as soon as it hears finds it. Neither may raise."""
+        with self._lock:
+            if self._free > 0:
+                self._free -= 1
+                self._jobs.put(job)
+                return
+        threading.Thread(target=self._work, args=(job,), daemon=True, name="explicit-react-call").start()
+
+    def _work(self, job: Callable[[], Callable[[], None]] | None) -> None:
+        jobs, lock = self._jobs, self._lock
+        while True:
+            if job is not None:
+                tell = job()
+                with lock:
+                    self._free += 1
+                tell()
+                job = None  # hold nothing of the last call while waiting
+                del tell
+            try:
+                job = jobs.get(timeout=self.idle_seconds)
+            except queue.Empty:
+                with lock:  # a job queued for this thread as it timed out is still taken
+                    try:
+                        job = jobs.get_nowait()
+                    except queue.Empty:
+                        self._free -= 1
+                        return
+
+
+_WORKERS = _Workers(idle_seconds=60.0)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_WORKERS._reset)
+
+
 def _start_daemon(
-    fn: Callable[[], T], done: Callable[[T | None, BaseException | None], None]
+    fn: Callable[[], T],
+    done: Callable[[T | None, BaseException | None], None],
+    context: contextvars.Context | None = None,
 ) -> threading.Event:
-    """Run ``fn()`` in a new daemon thread (in a copy of the caller's context); ``done(value, error)``
-    after. Returns the event to set when the caller gives up on the call (see ``abandoned``)."""
-    context = contextvars.copy_context()
+    """Run ``fn()`` in a daemon thread of the shared pool (in ``context``, by default a copy of the
+    caller's); ``done(value, error)`` after. Returns the event to set when the caller gives up on
+    the call (see ``abandoned``)."""
+    if context is None:
+        context = contextvars.copy_context()
     given_up = threading.Event()
     context.run(_abandoned.set, given_up)
 
-    def target() -> None:
+    def target() -> Callable[[], None]:
         try:
             value = context.run(fn)
         except BaseException as exc:
-            done(None, exc)
-        else:
-            done(value, None)
+            return partial(done, None, exc)
+        return partial(done, value, None)
 
-    threading.Thread(target=target, daemon=True, name="explicit-react-call").start()
+    _WORKERS.run(target)
     return given_up
 
 
@@ -122,19 +190,107 @@ def call_in_daemon(fn: Callable[[], T], timeout: float | None = None) -> T:
     return outcome["value"]
 
 
-async def acall_in_thread(fn: Callable[[], T], timeout: float | None) -> T:
-    """Run the blocking ``fn()`` off the event loop; raise ``TimeoutError`` after ``timeout`` seconds.
+class DaemonExecutor(Executor):
+    """An ``Executor`` on the shared daemon threads (``_Workers``), at most ``max_workers`` calls at
+    once (by default ``ThreadPoolExecutor``'s ``min(32, cpu + 4)``), each in a copy of the context it
+    was submitted from (as LangChain's ``ContextThreadPoolExecutor``).
 
-    With a timeout it runs in a daemon thread of its own (the loop's default executor would keep a
-    hung call's thread, and with it the process, alive at exit); without one, in the default executor.
+    Used as a context manager it waits, as a ``ThreadPoolExecutor`` does, for the calls submitted
+    to end, except when its block is left by Ctrl-C (a ``KeyboardInterrupt``, or any other
+    ``BaseException`` but ``GeneratorExit``), or Ctrl-C comes while it waits: then it waits for
+    nothing. Calls not started are cancelled, those running are given up (``abandoned``) and left
+    to end on their own in their daemon threads, which never keep the process from exiting.
     """
-    if timeout is None:
-        return await asyncio.to_thread(fn)
+
+    def __init__(self, max_workers: int | None = None) -> None:
+        if max_workers is not None and max_workers < 1:
+            raise ValueError("max_workers must be greater than 0")
+        self._limit = max_workers or min(32, (os.cpu_count() or 1) + 4)
+        self._lock = threading.Lock()
+        self._waiting: deque[tuple[Future[Any], Callable[[], Any], contextvars.Context]] = deque()
+        self._running: dict[Future[Any], threading.Event] = {}
+        self._idle = threading.Condition(self._lock)
+        self._shut = False
+
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
+        future: Future[T] = Future()
+        call = (future, lambda: fn(*args, **kwargs), contextvars.copy_context())
+        with self._lock:
+            if self._shut:
+                raise RuntimeError("cannot schedule new futures after shutdown")
+            self._waiting.append(call)
+            self._start_next()
+        return future
+
+    def _start_next(self) -> None:
+        """Start waiting calls while there is room (the lock held)."""
+        while self._waiting and len(self._running) < self._limit:
+            future, fn, context = self._waiting.popleft()
+            if not future.set_running_or_notify_cancel():
+                continue
+
+            def done(value: Any, error: BaseException | None, future: Future[Any] = future) -> None:
+                if error is not None:
+                    future.set_exception(error)
+                else:
+                    future.set_result(value)
+                with self._lock:
+                    self._running.pop(future, None)
+                    self._start_next()
+                    if not self._running and not self._waiting:
+                        self._idle.notify_all()
+
+            self._running[future] = _start_daemon(fn, done, context)
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        with self._lock:
+            self._shut = True
+            if cancel_futures:
+                self._cancel_waiting()
+        if wait:
+            try:
+                with self._idle:
+                    while self._running or self._waiting:
+                        self._idle.wait()
+            except BaseException:  # Ctrl-C while waiting
+                self.abandon()
+                raise
+
+    def abandon(self) -> None:
+        """Wait for nothing: cancel the calls not started, give up those running."""
+        with self._lock:
+            self._shut = True
+            self._cancel_waiting()
+            running = list(self._running.values())
+        for given_up in running:
+            given_up.set()
+
+    def _cancel_waiting(self) -> None:
+        while self._waiting:
+            self._waiting.popleft()[0].cancel()
+
+    def __exit__(self, exc_type: Any, exc_val: Any, exc_tb: Any) -> None:
+        if exc_type is not None and not issubclass(exc_type, (Exception, GeneratorExit)):
+            self.abandon()
+        else:
+            self.shutdown(wait=True)
+
+
+async def acall_in_thread(fn: Callable[[], T], timeout: float | None) -> T:
+    """Run the blocking ``fn()`` off the event loop; raise ``TimeoutError`` after ``timeout`` seconds
+    (``None``: wait for as long as it takes).
+
+    It runs in a daemon thread of the shared pool (``_Workers``), never in the loop's default
+    executor, whose threads ``asyncio.run`` waits for as it ends, Ctrl-C or not: a call that never
+    returned kept the process from exiting, and that executor ran at most ``min(32, cpu + 4)``
+    calls at once, whatever the batch's concurrency. Cancelled (Ctrl-C cancels ``asyncio.run``'s
+    task) or timed out, the call is given up (``abandoned``) and left to end on its own.
+    """
     loop = asyncio.get_running_loop()
     future: asyncio.Future[T] = loop.create_future()
 
     def settle(value: Any, error: BaseException | None) -> None:
-        if future.done():  # timed out and cancelled already
+        if future.done():  # cancelled, or timed out, already
             return
         if error is not None:
             future.set_exception(error)
@@ -147,6 +303,8 @@ async def acall_in_thread(fn: Callable[[], T], timeout: float | None) -> T:
 
     given_up = _start_daemon(fn, done)
     try:
+        if timeout is None:
+            return await future
         return await acall_with_timeout(future, timeout)
     except BaseException:
         given_up.set()
