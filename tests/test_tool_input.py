@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 from langchain_classic.agents import AgentExecutor as ClassicExecutor
 from langchain_classic.agents import create_react_agent as classic_create_react_agent
-from langchain_core.prompts import PromptTemplate
 from langchain_core.tools import BaseTool, StructuredTool, Tool, tool
 from pydantic import BaseModel
 
@@ -20,28 +19,7 @@ from explicit_react.executor import ToolExecutor
 from explicit_react.testing import ScriptedChatModel
 from explicit_react.types import Step
 from tests.helpers import action, final
-
-HUB_REACT_PROMPT = PromptTemplate.from_template(
-    """Answer the following questions as best you can. You have access to the following tools:
-
-{tools}
-
-Use the following format:
-
-Question: the input question you must answer
-Thought: you should always think about what to do
-Action: the action to take, should be one of [{tool_names}]
-Action Input: the input to the action
-Observation: the result of the action
-... (this Thought/Action/Action Input/Observation can repeat N times)
-Thought: I now know the final answer
-Final Answer: the final answer to the original input question
-
-Begin!
-
-Question: {input}
-Thought:{agent_scratchpad}"""
-)
+from tests.test_compat import HUB_REACT_PROMPT
 
 
 def first_step(t: BaseTool, tool_input: str) -> Step:
