@@ -30,7 +30,6 @@ from explicit_react.tool_input import (
     takes_text,
     text_only,
     too_deep_text,
-    type_name,
 )
 from explicit_react.types import ToolInput
 
@@ -196,7 +195,7 @@ class ToolExecutor:
         (arg, schema), *_ = spec.args.items()
         if takes_text(self.tools[name]) or text_only(schema):
             return "plain text"
-        return f'{{"{arg}": {type_name(schema)}{"" if arg in spec.required else " (optional)"}}}'
+        return f"{{{spec.field(arg)}}}"
 
     def _finish(self, t: BaseTool, output: Any, started: float) -> ToolOutcome:
         if isinstance(output, ToolMessage):  # a content_and_artifact tool: keep both (see _call_id)

@@ -75,18 +75,26 @@ class ToolSpec:
         line = f"- {self.name}: {' '.join(self.description.split())}"
         if not self.takes_json:
             return line
-        fields = ", ".join(
-            f'"{name}": {_type_name(schema)}{"" if name in self.required else " (optional)"}'
-            for name, schema in self.args.items()
-        )
-        return f"{line}\n  Action Input: {{{fields}}}"
+        return f"{line}\n  Action Input: {{{', '.join(map(self.field, self.args))}}}"
+
+    def field(self, name: str) -> str:
+        """Argument ``name`` as the prompt shows it: ``"n": integer``, ``(optional)`` when not required."""
+        return f'"{name}": {type_name(self.args[name])}{"" if name in self.required else " (optional)"}'
 
 
-def _type_name(schema: Mapping[str, Any]) -> str:
+def type_name(schema: Mapping[str, Any]) -> str:
+    """An argument's type as the prompt shows it: ``integer``, ``string|integer``, else ``value``."""
+    return "|".join(str(t) for t in schema_types(schema) or [] if t not in (None, "null")) or "value"
+
+
+def schema_types(schema: Mapping[str, Any]) -> list[Any] | None:
+    """The JSON types an argument's schema allows (``anyOf`` options too); ``None`` when untyped."""
     if "type" in schema:
-        return str(schema["type"])
-    options = [s.get("type") for s in schema.get("anyOf", []) if s.get("type") not in (None, "null")]
-    return "|".join(map(str, options)) or "value"
+        kind = schema["type"]
+        return list(kind) if isinstance(kind, list) else [kind]
+    if "anyOf" in schema:
+        return [t for option in schema["anyOf"] for t in (schema_types(option) or [None])]
+    return None if not ({"$ref", "allOf", "oneOf", "enum", "const"} & set(schema)) else [None]
 
 
 SYSTEM_PLACEHOLDERS = ("tools", "tool_names", "format")

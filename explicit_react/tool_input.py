@@ -15,7 +15,7 @@ import json_repair
 from langchain_core.tools import BaseTool, Tool
 from pydantic import BaseModel
 
-from explicit_react.prompt import ToolSpec
+from explicit_react.prompt import ToolSpec, schema_types
 from explicit_react.types import ToolInput
 
 UNPARSED = "\x00unparsed"
@@ -147,30 +147,15 @@ def _json_object(text: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def type_name(schema: Any) -> str:
-    """An argument's type as the prompt shows it: ``integer``, ``string|integer``, else ``value``."""
-    return "|".join(str(t) for t in _types(schema) or [] if t not in (None, "null")) or "value"
-
-
-def _types(schema: Any) -> list[Any] | None:
-    """The JSON types an argument's schema allows (``anyOf`` options too); ``None`` when untyped."""
-    if "type" in schema:
-        kind = schema["type"]
-        return list(kind) if isinstance(kind, list) else [kind]
-    if "anyOf" in schema:
-        return [t for option in schema["anyOf"] for t in (_types(option) or [None])]
-    return None if not ({"$ref", "allOf", "oneOf", "enum", "const"} & set(schema)) else [None]
-
-
 def _takes_text(schema: Any) -> bool:
     """True when an argument accepts a string: typed as one (alone or among others), or untyped."""
-    types = _types(schema)
+    types = schema_types(schema)
     return types is None or "string" in types
 
 
 def text_only(schema: Any) -> bool:
     """True when an argument takes a string and no other value (``null`` aside)."""
-    return [t for t in _types(schema) or [None] if t != "null"] == ["string"]
+    return [t for t in schema_types(schema) or [None] if t != "null"] == ["string"]
 
 
 def _in_order(spec: ToolSpec, values: Sequence[Any]) -> dict[str, Any] | None:
