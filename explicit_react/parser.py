@@ -16,7 +16,7 @@ The labels and their patterns are in ``labels``; the scanners of fences, call sy
 in ``scanners``; JSON (objects, nearly valid values, action blobs) in ``json_text``.
 
 Anything that cannot be read raises ``ParseError`` whose ``feedback`` tells the model what was
-wrong and shows the expected format.
+wrong and shows the expected format (written by ``parse_feedback``).
 """
 
 from __future__ import annotations
@@ -24,12 +24,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Collection
-from functools import lru_cache
-from importlib import resources
-from string import Template
 from typing import Any, NamedTuple
 
-from explicit_react.errors import ParseError
 from explicit_react.json_text import action_blobs, blob_parts, json_value
 from explicit_react.labels import (
     ACTION,
@@ -46,6 +42,7 @@ from explicit_react.labels import (
     find_labels,
     outside_strings,
 )
+from explicit_react.parse_feedback import missing_parts, parse_error
 from explicit_react.scanners import (
     fenced_body,
     may_be_call,
@@ -99,7 +96,7 @@ def parse_in_full(
     grammar = compile_labels(labels)
     text = _clean(text, grammar)
     if not text.strip():
-        raise _error("Your reply was empty.", text, labels)
+        raise parse_error("Your reply was empty.", text, labels)
     found = find_labels(text, grammar, limit=MAX_LABELS + 1)
     if len(found) > MAX_LABELS:
         text, found = text[: found[MAX_LABELS].start], found[:MAX_LABELS]
@@ -115,7 +112,7 @@ def parse_in_full(
     blob = _json_blob(text, labels, real)
     if blob is not None:
         return blob
-    raise _missing_parts(text, found, labels)
+    raise missing_parts(text, found, labels)
 
 
 def plain_text(text: str, *, labels: Labels = DEFAULT_LABELS) -> str | None:
@@ -262,7 +259,7 @@ def _first_action(text: str, found: list[Label], labels: Labels, real: frozenset
         else:
             continue
         if _names_no_tool(tool, real):
-            raise _error(f"Your {labels.action} line names no tool.", text, labels)
+            raise parse_error(f"Your {labels.action} line names no tool.", text, labels)
         return _Found(label.start, label.line_start, tool, tool_input)  # type: ignore[arg-type]
     return None
 
@@ -301,7 +298,7 @@ def _final_answer(text: str, found: list[Label], final: Label, labels: Labels) -
     end = next(action_blocks, len(text))
     answer = text[final.end : end].strip()
     if not answer:
-        raise _error(f"Your {labels.final_answer} is empty.", text, labels)
+        raise parse_error(f"Your {labels.final_answer} is empty.", text, labels)
     return FinalAnswer(answer, _thought(text, found, final.start), text[:end].rstrip())
 
 
@@ -310,7 +307,7 @@ def _checked_action(
 ) -> Action | FinalAnswer:
     """The action, unless a Final Answer follows it (a conflict) or it names the final answer."""
     if any(label.kind == Kind.FINAL and label.start > action.start for label in found):
-        raise _error(
+        raise parse_error(
             f"Your reply contains both an {labels.action} and a {labels.final_answer}; give one of them.",
             text,
             labels,
@@ -325,7 +322,7 @@ def _answer_from_input(tool_input: ToolInput, thought: str, text: str, labels: L
     """The final answer given as the input of a ``Final Answer`` action; an empty one is refused."""
     answer = _as_text(tool_input)
     if not answer.strip():
-        raise _error(f"Your {labels.final_answer} is empty.", text, labels)
+        raise parse_error(f"Your {labels.final_answer} is empty.", text, labels)
     return FinalAnswer(answer, thought, text.rstrip())
 
 
@@ -363,7 +360,7 @@ def _json_blob(text: str, labels: Labels, real: frozenset[str]) -> Action | Fina
             return None
         blobs = [(0, value)]
     if len(blobs) > 1:
-        raise _error("Your reply contains more than one action; give one at a time.", text, labels)
+        raise parse_error("Your reply contains more than one action; give one at a time.", text, labels)
     start, blob = blobs[0]
     tool, raw_input = blob_parts(blob)  # type: ignore[misc]
     thought = text[:start].strip()
@@ -376,44 +373,9 @@ def _json_blob(text: str, labels: Labels, real: frozenset[str]) -> Action | Fina
     else:  # a JSON scalar: null is no input, numbers and booleans are their JSON text
         tool_input = "" if raw_input is None else json.dumps(raw_input)
     if _names_no_tool(tool, real):
-        raise _error(f"Your {labels.action} names no tool.", text, labels)
+        raise parse_error(f"Your {labels.action} names no tool.", text, labels)
     return Action(tool, tool_input, thought, text.rstrip())
 
 
 def _as_text(value: ToolInput) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-
-
-# -- Feedback for the model -------------------------------------------------------------------------
-def _missing_parts(text: str, found: list[Label], labels: Labels) -> ParseError:
-    """Say which part of the format is missing."""
-    kinds = [label.kind for label in found]
-    if Kind.ACTION in kinds:
-        return _error(f"Your reply has an {labels.action} but no {labels.action_input} line.", text, labels)
-    if Kind.INPUT in kinds:
-        return _error(f"Your reply has an {labels.action_input} but no {labels.action} line.", text, labels)
-    if Kind.THOUGHT in kinds:
-        problem = f"Your reply has a {labels.thought} but no {labels.action} and no {labels.final_answer}."
-    else:
-        problem = f"Your reply has no {labels.action} and no {labels.final_answer} line."
-    return _error(problem, text, labels)
-
-
-def _error(problem: str, text: str, labels: Labels) -> ParseError:
-    return ParseError(f"{problem}\nReply in exactly this format:\n{_format_block(labels)}", text)
-
-
-@lru_cache(maxsize=16)
-def _format_block(labels: Labels) -> str:
-    """The format block of the prompt, with the tool list shown as ``...`` and these labels."""
-    template = resources.files("explicit_react").joinpath("prompts/format.txt").read_text(encoding="utf-8")
-    block = Template(template).safe_substitute(tool_names="...").strip()
-    renamed = {
-        FINAL_ANSWER: labels.final_answer,
-        ACTION_INPUT: labels.action_input,
-        OBSERVATION: labels.observation,
-        THOUGHT: labels.thought,
-        ACTION: labels.action,
-    }
-    pattern = re.compile(r"^(" + "|".join(re.escape(word) for word in renamed) + r"):", re.M)
-    return pattern.sub(lambda match: f"{renamed[match[1]]}:", block)
