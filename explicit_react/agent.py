@@ -2,8 +2,8 @@
 
 The loop's decisions live in ``loop.ReActLoop`` (a step machine, free of I/O); this module wires the
 constructor's options into its parts (prompt, transport, model adapters, tool executor, budget,
-listeners) and hands the loop to a driver: ``drivers.drive`` for ``run``/``stream``/``invoke``,
-``drivers.adrive`` for their async forms.
+listeners; ``wiring`` builds the larger ones) and hands the loop to a driver: ``drivers.drive`` for
+``run``/``stream``/``invoke``, ``drivers.adrive`` for their async forms.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from langchain_core.agents import AgentFinish
-from langchain_core.messages import AIMessage
 from langchain_core.runnables import Runnable, RunnableConfig, ensure_config
 from langchain_core.runnables.config import (
     get_async_callback_manager_for_config,
@@ -22,17 +21,15 @@ from langchain_core.runnables.config import (
 )
 from langchain_core.tools import BaseTool
 
-from explicit_react import chain_run, drivers, options, threaded
-from explicit_react.context import read_input
+from explicit_react import chain_run, drivers, options, threaded, wiring
+from explicit_react.context import read_input, result_to_output
 from explicit_react.drivers import Machine, Notify, heard
-from explicit_react.errors import ConfigurationError
-from explicit_react.executor import ToolExecutor, as_tool
-from explicit_react.llm import ModelAdapter
-from explicit_react.loop import Acted, ReActLoop, RunListener
+from explicit_react.loop import ReActLoop, RunListener
 from explicit_react.policy import Budget
 from explicit_react.prompt import ReActPrompt
+from explicit_react.run_state import Acted
 from explicit_react.scratchpad import ScratchpadLimits
-from explicit_react.transport import NativeToolCalling, TextProtocol, Transport, Turn
+from explicit_react.transport import Transport, Turn
 from explicit_react.types import AgentResult, Step
 
 AgentInput = str | Mapping[str, Any]
@@ -116,40 +113,23 @@ class ExplicitReActAgent(ReActLoop, Runnable[AgentInput, dict[str, Any]]):
             ("check_answer", check_answer),
         ):
             options.flag(name, value)
-        if tools is None:
-            from explicit_react.tools import default_tools
-
-            tools = default_tools()
-        self.tools: list[BaseTool] = [as_tool(t) for t in options.tool_list(tools)]
-        self.allowed_tools = options.tool_names("allowed_tools", allowed_tools)
-        shown = [t for t in self.tools if self.allowed_tools is None or t.name in self.allowed_tools]
-        self.executor = ToolExecutor(self.tools, suggest=[t.name for t in shown])
-        if self.allowed_tools is not None and (unknown := self.allowed_tools - set(self.executor.tools)):
-            raise ConfigurationError(f"allowed_tools names tools that do not exist: {sorted(unknown)}")
+        self.tools, self.allowed_tools, self.executor = wiring.tool_executor(tools, allowed_tools)
         self.llm = llm
         self.prompt = prompt if isinstance(prompt, ReActPrompt) else ReActPrompt(prompt)
         self.limits = ScratchpadLimits(
             max_observation_chars=max_observation_chars, keep_recent=keep_recent_steps
         )
-        if mode == "text":
-            self.transport: Transport = TextProtocol(self.prompt, self.limits, constrain=constrain_local)
-        elif mode == "tool_calling":
-            self.transport = NativeToolCalling(self.limits)
-        else:
-            from explicit_react.two_phase import TwoPhase
-
-            self.transport = TwoPhase(self.limits)
+        self.transport: Transport = wiring.transport_for(
+            mode, self.prompt, self.limits, constrain_local=constrain_local
+        )
         self.mode = mode
-        bound = self.transport.bind(llm, shown)
-        self.model, self.final_model = (
-            ModelAdapter(
-                m,
-                stop=self.transport.stop,
-                timeout=llm_timeout,
-                max_retries=max_retries,
-                retry_backoff=retry_backoff,
-            )
-            for m in (bound, self.transport.bind_final(llm))
+        self.model, self.final_model = wiring.model_adapters(
+            llm,
+            self.transport,
+            wiring.shown(self.tools, self.allowed_tools),
+            timeout=llm_timeout,
+            max_retries=max_retries,
+            retry_backoff=retry_backoff,
         )
         self.tool_timeout = tool_timeout
         self.on_limit = on_limit
@@ -157,15 +137,7 @@ class ExplicitReActAgent(ReActLoop, Runnable[AgentInput, dict[str, Any]]):
         self.max_reply_chars = max_reply_chars
         self.keep_tool_output = keep_tool_output
         self.check_answer = check_answer
-        self.listeners: list[Any] = options.listeners("listeners", listeners)
-        if verbose:
-            from explicit_react.display import TracePrinter
-
-            self.listeners.append(TracePrinter())
-        if trace_path is not None:
-            from explicit_react.trace import JsonlTrace
-
-            self.listeners.append(JsonlTrace(trace_path))
+        self.listeners = wiring.listeners(listeners, verbose=verbose, trace_path=trace_path)
 
     # Think, Act, Observe on their own (ReActLoop.observe is the third) -----------------------
     def think(
@@ -319,19 +291,3 @@ class ExplicitReActAgent(ReActLoop, Runnable[AgentInput, dict[str, Any]]):
 _SYNC: chain_run.Configure = get_callback_manager_for_config
 _ASYNC: chain_run.Configure = get_async_callback_manager_for_config
 """How each driver's runs configure their LangChain callback manager (``chain_run.start``)."""
-
-
-def result_to_output(result: AgentResult, input: Any = None) -> dict[str, Any]:
-    """The Runnable output dict for a result; for a ``{"messages": [...]}`` input (LangGraph's
-    ``MessagesState``) it also holds ``messages``: the answer as an ``AIMessage`` to append."""
-    output: dict[str, Any] = {
-        "input": result.question,
-        "output": result.answer,
-        "stop_reason": result.stop_reason.value,
-        "success": result.success,
-        "error": result.error,
-        "steps": [step.to_dict() for step in result.steps],
-    }
-    if isinstance(input, Mapping) and "messages" in input and not ("input" in input or "question" in input):
-        output["messages"] = [AIMessage(content=result.answer)]
-    return output

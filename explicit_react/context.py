@@ -12,6 +12,9 @@ The context (``read_context``), alone or mixed in a list: a string (kept whole),
 ``{"content"|"page_content", "source"?}`` or chat turns ``{"role", "content"}``), ``(role,
 content)`` pairs, and strings in a list (one document each). Anything else is a
 ``ConfigurationError`` that names its type.
+
+The output (``result_to_output``): the Runnable's output dict for a run's result, with the answer
+as an ``AIMessage`` too when the input was a ``MessagesState``, so a graph can append it.
 """
 
 from __future__ import annotations
@@ -21,10 +24,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.documents import Document
-from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.prompt_values import PromptValue
 
 from explicit_react.errors import ConfigurationError
+from explicit_react.types import AgentResult
 
 _ROLES = {
     "human": "User",
@@ -213,3 +217,19 @@ def _from_messages(messages: list[BaseMessage], context: Any) -> tuple[str, str]
     history = read_context(messages[:last] + messages[last + 1 :])
     both = Context(parts.text, parts.documents, parts.turns + history.turns)
     return question, both.render()
+
+
+def result_to_output(result: AgentResult, input: Any = None) -> dict[str, Any]:
+    """The Runnable output dict for a result; for a ``{"messages": [...]}`` input (LangGraph's
+    ``MessagesState``) it also holds ``messages``: the answer as an ``AIMessage`` to append."""
+    output: dict[str, Any] = {
+        "input": result.question,
+        "output": result.answer,
+        "stop_reason": result.stop_reason.value,
+        "success": result.success,
+        "error": result.error,
+        "steps": [step.to_dict() for step in result.steps],
+    }
+    if isinstance(input, Mapping) and "messages" in input and not ("input" in input or "question" in input):
+        output["messages"] = [AIMessage(content=result.answer)]
+    return output

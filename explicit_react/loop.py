@@ -16,7 +16,6 @@ import dataclasses
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, Literal, Protocol
 
@@ -29,8 +28,9 @@ from explicit_react.errors import ModelCallError
 from explicit_react.executor import ToolExecutor, ToolOutcome
 from explicit_react.llm import Completion, ModelAdapter, usage_of
 from explicit_react.parser import plain_text
-from explicit_react.policy import SOURCED_NUMBERS, Budget, RunGuard, sourced_numbers
+from explicit_react.policy import SOURCED_NUMBERS, Budget, RunGuard
 from explicit_react.prompt import Message, ToolSpec, load_template
+from explicit_react.run_state import Acted, RunState
 from explicit_react.scratchpad import ScratchpadLimits, truncate_middle
 from explicit_react.tool_input import agent_tool_input
 from explicit_react.transport import Transport, Turn
@@ -51,78 +51,6 @@ class RunListener(Protocol):
 
     def on_result(self, result: AgentResult) -> None:
         """The run ended."""
-
-
-@dataclass(frozen=True)
-class Acted:
-    """What the Act phase did: the outcome to observe (``None`` when nothing ran), and a stop if any."""
-
-    outcome: ToolOutcome | None
-    tool: str = ""
-    stop: StopReason | None = None
-
-
-@dataclass
-class RunState:
-    """The state of one run: the question, the steps so far, the guard, the counters."""
-
-    question: str
-    context: str
-    guard: RunGuard
-    manager: Any = None
-    """The run's LangChain chain-run manager (sync or async, as the driver is), or ``None`` when the
-    run has no chain run (``think``/``act`` on their own, or a run nobody could hear)."""
-    callbacks: Any = None
-    """The callback manager the run's model and tool calls report to (a child of ``manager``), or
-    ``None``."""
-    steps: list[Step] = field(default_factory=list)
-    usage: TokenUsage = field(default_factory=TokenUsage)
-    llm_calls: int = 0
-    result: AgentResult | None = None
-    final_log: str = ""
-    answer_check: AnswerCheck | None = None
-    """Reviews each Final Answer before it ends the run (``check_answer=True``), or ``None``."""
-
-    _known: set[float] = field(default_factory=set)
-    _read: int = -1
-    """How many steps ``_known`` holds the numbers of; -1 before the question and context are read."""
-
-    def sources(self) -> str:
-        """What the run has been told: the question, the context, and each tool result that worked."""
-        return "\n".join(
-            [self.question, self.context, *(s.observation for s in self.steps if s.error is None)]
-        )
-
-    def known_numbers(self) -> set[float]:
-        """The numbers ``sources()`` states (``policy.sourced_numbers``), each text read once: read
-        whole at each calculator call, a run of 400 steps took 34 s, 1 MB of context 0.2 s a call."""
-        if self._read < 0:
-            self._known |= sourced_numbers(f"{self.question}\n{self.context}")
-            self._read = 0
-        for step in self.steps[self._read :]:
-            if step.error is None:
-                self._known |= sourced_numbers(step.observation)
-        self._read = len(self.steps)
-        return self._known
-
-    def count(self, usage: TokenUsage) -> None:
-        self.usage += usage
-        self.llm_calls += 1
-        self.guard.record_tokens(usage.total_tokens)
-
-    def finish(self, answer: str, stop: StopReason, error: str | None = None, log: str = "") -> AgentResult:
-        self.final_log = log or answer
-        self.result = AgentResult(
-            answer=answer,
-            steps=list(self.steps),
-            stop_reason=stop,
-            error=error,
-            question=self.question,
-            usage=self.usage,
-            elapsed_seconds=self.guard.deadline.elapsed(),
-            llm_calls=self.llm_calls,
-        )
-        return self.result
 
 
 class ReActLoop:

@@ -464,7 +464,7 @@ def test_different_unreadable_replies_are_not_a_loop() -> None:
 
 
 def test_each_text_is_read_once_for_the_numbers_a_call_may_use(monkeypatch: pytest.MonkeyPatch) -> None:
-    from explicit_react import loop, policy
+    from explicit_react import policy, run_state
     from explicit_react.tools import calculator
 
     read: list[str] = []
@@ -475,7 +475,7 @@ def test_each_text_is_read_once_for_the_numbers_a_call_may_use(monkeypatch: pyte
         return real(text)
 
     monkeypatch.setattr(policy, "sourced_numbers", counting)
-    monkeypatch.setattr(loop, "sourced_numbers", counting, raising=False)
+    monkeypatch.setattr(run_state, "sourced_numbers", counting, raising=False)
     replies = [action("calculator", f"{n} + 1") for n in range(1, 21)] + [final("21")]
     result = ExplicitReActAgent(ScriptedChatModel(replies), [calculator], max_iterations=30).run(
         "Start at 1."
