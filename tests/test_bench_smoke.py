@@ -239,7 +239,8 @@ def test_eval_with_a_scripted_model(tmp_path: Path, capsys: pytest.CaptureFixtur
         assert data["summary"][framework]["success_rate"] == 1.0
     explicit = data["records"]["explicit"][0]
     assert explicit["trace"][0]["error"] is None and explicit["trace"][0]["action"] == "knowledge_search"
-    assert explicit["last_reply"] is None  # kept only for a run that ended at a limit
+    # the last reply is kept for every run: the Final Answer and the Thought that led to it
+    assert explicit["last_reply"].endswith(f"Final Answer: {explicit['answer']}")
 
 
 def test_eval_held_out_set_searches_its_own_knowledge_base(

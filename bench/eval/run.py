@@ -103,7 +103,8 @@ def make_tools(kb: Path = KB_FOLDER) -> list[BaseTool]:
 
 class UsageCounter(BaseCallbackHandler):
     """Counts model calls and tokens (from ``usage_metadata``) for one run, whatever the framework,
-    and keeps the text of the last reply (at a limit: the reply to the tool-free call)."""
+    and keeps the text of the last reply (the Final Answer with its Thought; at a limit, the reply to the
+    tool-free call)."""
 
     def __init__(self) -> None:
         self.calls = 0
@@ -218,7 +219,7 @@ def run_explicit(
         "llm_calls": usage.calls,
         "tokens": usage.tokens(),
         "trace": step_records(result.steps, observation_chars),
-        "last_reply": usage.last_reply if not result.success else None,
+        "last_reply": usage.last_reply,
     }
 
 
