@@ -115,10 +115,10 @@ def _document(item: Any) -> ContextDocument:
         content = item.get("content")
         if content is None:  # {"content": None, "page_content": "..."}: the text is in page_content
             content = item.get("page_content")
-        metadata = item.get("metadata") or {}
+        metadata = _metadata(item.get("metadata"))
         source = item.get("source") or metadata.get("source")
     elif isinstance(getattr(item, "page_content", None), str):  # a Document, or one from another library
-        content, metadata = item.page_content, getattr(item, "metadata", None) or {}
+        content, metadata = item.page_content, _metadata(getattr(item, "metadata", None))
         source = metadata.get("source")
     else:
         raise ConfigurationError(_unsupported(item))
@@ -128,6 +128,18 @@ def _document(item: Any) -> ContextDocument:
             f" got keys {sorted(map(str, item))}"
         )
     return ContextDocument(_text(content), str(source) if source else "")
+
+
+def _metadata(metadata: Any) -> Mapping[str, Any]:
+    """A document's metadata: a dict (or any mapping), or ``None`` for none."""
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, Mapping):
+        raise ConfigurationError(
+            f"context document metadata of type {type(metadata).__name__} is not supported: pass a dict"
+            " (its 'source' is shown with the document) or None"
+        )
+    return metadata
 
 
 def _speaker(role: str) -> str:

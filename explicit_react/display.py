@@ -52,7 +52,9 @@ class TracePrinter:
         counter = f"(turn {turn}/{max_turns})" if max_turns is not None else f"(turn {turn})"
         c = self.console
         announced, self._announced = self._announced, False
-        if step.action:
+        if step.error == "answer_check":  # a Final Answer that check_answer=True sent back
+            c.print(f"[bold red]Final Answer sent back {counter}:[/] {self._text(step.log)}")
+        elif step.action:
             if not announced:
                 self._print_action(step.thought, step.action, step.action_input, turn, max_turns)
         else:

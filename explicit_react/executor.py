@@ -101,10 +101,11 @@ class ToolExecutor:
     """Runs actions against a fixed set of tools; never raises for anything the model did."""
 
     def __init__(self, tools: Sequence[BaseTool], *, suggest: Collection[str] | None = None) -> None:
-        """``suggest``: names of the tools a failed call's observation may suggest, with what each
-        does (the tools the model may use); ``None`` suggests none."""
+        """``suggest``: names of the tools the model may use, the only ones a failed call's observation
+        may name (with what each does); ``None``: no such list, so an unknown name is answered with
+        every tool and a failed call suggests none. An empty list names no tool at all."""
         self.tools = {t.name: t for t in tools}
-        self.suggest = frozenset(suggest) if suggest is not None else frozenset()
+        self.suggest = frozenset(suggest) if suggest is not None else None
         if len(self.tools) != len(tools):
             names = [t.name for t in tools]
             twice = sorted({n for n in names if names.count(n) > 1})
@@ -127,7 +128,7 @@ class ToolExecutor:
     def unknown_tool_observation(self, name: str) -> str:
         """The observation for a tool name that matches no tool: the real names (those in ``suggest``,
         when it is given) and the closest one."""
-        names = sorted(n for n in self.tools if not self.suggest or n in self.suggest)
+        names = sorted(n for n in self.tools if self.suggest is None or n in self.suggest)
         if not names:
             return f"Error: there is no tool named {name!r}. There are no tools: answer without them."
         close = difflib.get_close_matches(name, names, n=1, cutoff=0.5)
@@ -150,7 +151,7 @@ class ToolExecutor:
         other tools do, it can pick the one that looks values up (docs/benchmarks.md)."""
         if not outcome.error:
             return outcome
-        others = [n for n in sorted(self.suggest) if n != name and n in self.tools]
+        others = [n for n in sorted(self.suggest or ()) if n != name and n in self.tools]
         if not others:
             return outcome
         observation = f"{outcome.observation}\nOther tools:\n{self._listing(others)}"

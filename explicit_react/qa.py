@@ -26,6 +26,8 @@ CONTEXT_SEARCH = "knowledge_search"
 def describe_step(number: int, step: Step) -> str:
     """A step as one readable line for the ``steps`` list of ``answer()``."""
     observation = truncate_middle(" ".join(step.observation.split()), 300)
+    if step.error == "answer_check":  # a Final Answer sent back by check_answer=True, with why
+        return f"Step {number}: the Final Answer was sent back -> {observation}"
     if not step.action:
         return f"Step {number}: the reply could not be read -> {observation}"
     thought = f"Thought: {step.thought} | " if step.thought else ""

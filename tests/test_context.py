@@ -65,6 +65,36 @@ def test_an_unsupported_context_names_what_was_wrong(bad: object) -> None:
         format_context(bad)
 
 
+class _ForeignDocument:
+    """A document from another library: a ``page_content`` string and some ``metadata``."""
+
+    def __init__(self, metadata: object) -> None:
+        self.page_content = "text"
+        self.metadata = metadata
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"content": "x", "metadata": "abc"},
+        [{"page_content": "x", "metadata": ["source", "s"]}],
+        {"content": "x", "source": "s", "metadata": 7},
+        [_ForeignDocument("abc")],
+    ],
+)
+def test_metadata_that_is_not_a_dict_is_a_configuration_error_naming_its_type(bad: object) -> None:
+    with pytest.raises(ConfigurationError, match=r"metadata of type (str|list|int) is not supported"):
+        format_context(bad)
+    with pytest.raises(ConfigurationError, match="metadata of type"):
+        GeneralQAAgent(ScriptedChatModel([]), []).answer("q?", bad)
+
+
+def test_metadata_none_or_missing_is_no_metadata() -> None:
+    assert format_context({"content": "x", "metadata": None}) == "Documents:\n[1] x"
+    assert format_context([_ForeignDocument(None)]) == "Documents:\n[1] text"
+    assert format_context([_ForeignDocument({"source": "s"})]) == "Documents:\n[1] (source: s) text"
+
+
 def test_a_string_context_is_one_text_through_answer() -> None:
     model = ScriptedChatModel([final("Yes.")])
     GeneralQAAgent(model, [search]).answer("Is Paris big?", "Paris is big")

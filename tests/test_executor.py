@@ -148,6 +148,19 @@ def test_an_unknown_tool_gets_the_closest_name_or_what_each_tool_does() -> None:
     assert ToolExecutor([]).execute("x", "y").observation.endswith("There are no tools: answer without them.")
 
 
+def test_an_empty_suggest_list_shows_no_tool_while_none_shows_them_all() -> None:
+    hidden = ToolExecutor([search, subtract], suggest=[])
+    for name in ("serch", "search", "population_database"):
+        assert hidden.unknown_tool_observation(name) == (
+            f"Error: there is no tool named {name!r}. There are no tools: answer without them."
+        )
+    assert (
+        ToolExecutor([search, subtract], suggest=None)
+        .execute("serch", "x")
+        .observation.endswith("Available tools: search, subtract.")
+    )
+
+
 # --- what the other tools do, after a failed call ----------------------------------------------
 
 

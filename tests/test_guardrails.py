@@ -221,6 +221,23 @@ def test_allowlist_hides_other_tools_denies_them_then_stops() -> None:
     assert result.answer == "I cannot refund here."
 
 
+@pytest.mark.parametrize("allowed", [set(), []])
+def test_an_empty_allowlist_refuses_every_tool_and_names_no_hidden_one(allowed: set[str] | list[str]) -> None:
+    @tool
+    def issue_refund(order: str) -> str:
+        """Issue a refund for an order."""
+        raise AssertionError("must never run")
+
+    model = ScriptedChatModel([action("issue_refnd", "42"), action("issue_refund", "42"), final("no tools")])
+    result = ExplicitReActAgent(model, [issue_refund, search], allowed_tools=allowed).run("refund 42")
+    made_up, hidden = (step.observation for step in result.steps)
+    assert [step.error for step in result.steps] == ["unknown_tool", "tool_denied"]
+    # The same answer for both, but for the name the model wrote; no other tool name in it.
+    assert made_up.replace("'issue_refnd'", "NAME") == hidden.replace("'issue_refund'", "NAME")
+    assert "issue_refund" not in made_up and "search" not in made_up
+    assert "Did you mean" not in hidden and "search" not in hidden
+
+
 # Bounded context --------------------------------------------------------------------------------
 def test_long_observations_are_cut_with_a_marker() -> None:
     @tool

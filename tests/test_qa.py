@@ -27,6 +27,17 @@ def test_answer_returns_the_service_dict() -> None:
     json.dumps(response)
 
 
+def test_a_sent_back_final_answer_is_described_as_such_not_as_an_unreadable_reply() -> None:
+    model = ScriptedChatModel([final("995"), final("995")])
+    response = GeneralQAAgent(model, [search], check_answer=True).answer("How old will Flir turn in 2039?")
+    assert response["detailed_steps"][0]["error"] == "answer_check"
+    assert response["steps"][0].startswith(
+        "Step 1: the Final Answer was sent back -> Error: 995 in your Final Answer is not in the question"
+    )
+    unreadable = GeneralQAAgent(ScriptedChatModel(["what now?", final("95")]), [search]).answer("q?")
+    assert unreadable["steps"][0].startswith("Step 1: the reply could not be read -> Error:")
+
+
 def test_documents_and_chat_turns_reach_the_prompt() -> None:
     model = ScriptedChatModel([final("Blue.")])
     context = [
