@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import errno
+import json
+import os
+import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from langchain_core.tools import BaseTool
 
 from explicit_react.tools import file_tools
-from explicit_react.tools.files import MAX_MATCHES, MAX_READ_LINES
+from explicit_react.tools.files import MAX_EDITED_FILE_BYTES, MAX_MATCHES, MAX_READ_LINES, Workspace
 
 SENTINEL = "outside content: do not touch\n"
 
@@ -184,3 +190,109 @@ def test_os_errors_become_observations(workspace: Path) -> None:
 def test_root_must_be_a_directory(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="not a directory"):
         file_tools(tmp_path / "missing")
+
+
+def test_grep_searches_a_file_that_is_not_utf8_and_the_files_beside_it(workspace: Path) -> None:
+    (workspace / "legacy.txt").write_bytes("caf\xe9 = 1\nneedle in latin-1\n".encode("latin-1"))
+    (workspace / "modern.txt").write_text("caf\xe9 needle in utf-8\n", encoding="utf-8")
+    tools = tools_by_name(workspace)
+    grep = tools["grep"]
+    assert grep.invoke({"pattern": "needle"}).splitlines() == [
+        "legacy.txt:2: needle in latin-1",
+        "modern.txt:1: caf\xe9 needle in utf-8",
+    ]
+    assert grep.invoke({"pattern": r"^n\w+", "is_regex": True}) == "legacy.txt:2: needle in latin-1"
+    # A matched line keeps the surrogate that stands for the Latin-1 byte, as read_file shows it.
+    shown = grep.invoke({"pattern": "caf", "path": "legacy.txt"})
+    assert shown == "legacy.txt:1: caf\udce9 = 1"
+    assert tools["read_file"].invoke({"path": "legacy.txt", "end": 1}) == "    1  caf\udce9 = 1"
+    # Called directly, as a plain LangChain agent would, the tool does not raise either.
+    assert Workspace(workspace).grep("= 1") == "legacy.txt:1: caf\udce9 = 1"
+
+
+FILL_THEN_FAIL = """
+import json, os, resource, signal, sys
+from explicit_react.tools import file_tools
+root = sys.argv[1]
+tools = {tool.name: tool for tool in file_tools(root)}
+original = open(os.path.join(root, "app.py")).read()
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (2000, 2000))  # stands in for a disk that fills up
+results = []
+for name, arguments in [
+    ("edit_file", {"path": "app.py", "old": "MARKER", "new": "X" * 1000}),
+    ("write_file", {"path": "app.py", "content": "Z" * 3000}),
+    ("write_file", {"path": "new.txt", "content": "Z" * 3000}),
+]:
+    observation = tools[name].invoke(arguments)
+    kept = open(os.path.join(root, "app.py")).read() == original
+    results.append([observation, kept, sorted(os.listdir(root))])
+print(json.dumps(results))
+"""
+
+
+def test_a_failed_write_or_edit_leaves_the_file_as_it_was(tmp_path: Path) -> None:
+    original = "A" * 1000 + "\nMARKER\n" + "B" * 400 + "\n"
+    (tmp_path / "app.py").write_text(original)
+    run = subprocess.run(
+        [sys.executable, "-c", FILL_THEN_FAIL, str(tmp_path)], capture_output=True, text=True, timeout=60
+    )
+    assert run.returncode == 0, run.stderr
+    results = json.loads(run.stdout)
+    for (observation, kept, names), tool in zip(
+        results, ["edit_file", "write_file", "write_file"], strict=True
+    ):
+        assert observation.startswith(f"Error: {tool} failed: "), results
+        assert kept, f"{tool} damaged app.py: {observation}"
+        assert names == ["app.py"], names  # no temporary file left behind
+    assert (tmp_path / "app.py").read_text() == original
+
+
+def test_an_edit_or_write_interrupted_by_an_error_leaves_no_trace(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = sorted(p.name for p in workspace.iterdir())
+    original = (workspace / "app.py").read_bytes()
+
+    def disk_full(descriptor: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", disk_full)
+    tools = tools_by_name(workspace)
+    observation = tools["edit_file"].invoke({"path": "app.py", "old": "import os", "new": "import sys"})
+    assert observation == "Error: edit_file failed: No space left on device"
+    observation = tools["write_file"].invoke({"path": "app.py", "content": "x"})
+    assert observation == "Error: write_file failed: No space left on device"
+    assert (workspace / "app.py").read_bytes() == original
+    assert sorted(p.name for p in workspace.iterdir()) == before
+
+
+def test_an_edit_keeps_the_permission_bits_and_a_symlink_to_the_file(workspace: Path) -> None:
+    (workspace / "run.sh").write_text("#!/bin/sh\necho hi\n")
+    (workspace / "run.sh").chmod(0o750)
+    (workspace / "alias.sh").symlink_to("run.sh")
+    tools = tools_by_name(workspace)
+    assert tools["edit_file"].invoke({"path": "alias.sh", "old": "hi", "new": "bye"}).startswith("Edited")
+    assert (
+        tools["write_file"]
+        .invoke({"path": "run.sh", "content": "#!/bin/sh\necho hello\n"})
+        .startswith("Wrote")
+    )
+    assert (workspace / "alias.sh").is_symlink() and os.readlink(workspace / "alias.sh") == "run.sh"
+    assert (workspace / "run.sh").read_text() == "#!/bin/sh\necho hello\n"
+    assert stat.S_IMODE((workspace / "run.sh").stat().st_mode) == 0o750
+
+
+def test_read_file_refuses_a_file_whose_nul_byte_is_past_the_lines_it_shows(workspace: Path) -> None:
+    (workspace / "late.dat").write_bytes(b"header\n" * 1000 + b"\x00\x01 binary tail\n")
+    read = tools_by_name(workspace)["read_file"]
+    assert read.invoke({"path": "late.dat", "start": 1, "end": 2}) == "Error: 'late.dat' is a binary file"
+    assert read.invoke({"path": "late.dat"}) == "Error: 'late.dat' is a binary file"
+
+
+def test_read_file_looks_for_a_nul_byte_only_as_far_as_the_edit_size_cap(workspace: Path) -> None:
+    """A huge log costs the 400 lines shown plus the first 10 MB, not the whole file."""
+    lines = MAX_EDITED_FILE_BYTES // len(b"line\n") + 10
+    (workspace / "huge.log").write_bytes(b"line\n" * lines + b"\x00")
+    read = tools_by_name(workspace)["read_file"]
+    assert read.invoke({"path": "huge.log", "end": 1}) == "    1  line"

@@ -7,15 +7,18 @@ covered: another process swapping a checked path for a symlink between the check
 
 Files are never damaged: only regular files are opened (without blocking, so a FIFO or a device
 is refused, not waited on), edits keep every byte they do not replace (text that is not UTF-8 and
-CRLF line ends included), a file with a NUL byte anywhere is binary and refused, and every input
-has a size cap with a message that says so.
+CRLF line ends included), a write goes to a temporary file that replaces the file only once it is
+complete (a full disk leaves the old file as it was), a file with a NUL byte is binary and refused,
+and every input has a size cap with a message that says so.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fnmatch
 import os
+import secrets
 import stat
 import threading
 from collections.abc import Iterator
@@ -108,6 +111,8 @@ class Workspace:
                     break
                 if number >= start:
                     shown.append(f"{number:>5}  {_clip_line(_decoded(line).rstrip(chr(13) + chr(10)))}")
+            if more and _nul_ahead(handle, MAX_EDITED_FILE_BYTES):
+                raise tool_error(f"{path!r} is a binary file")
         if total == 0:
             return f"{self.relative(real)} is empty."
         if start > total:
@@ -129,8 +134,12 @@ class Workspace:
             data = _searchable_bytes(file)
             if data is None:
                 continue
-            for number, line in enumerate(_decoded(data).splitlines(), start=1):
-                if matcher.search(line):
+            text = _decoded(data)
+            utf8 = text.isascii() or not _has_surrogates(text)
+            for number, line in enumerate(text.splitlines(), start=1):
+                # RE2 takes only text that encodes to UTF-8: a byte that is not UTF-8 (a surrogate
+                # here) is matched as U+FFFD, while the line shown keeps it, as read_file shows it.
+                if matcher.search(line if utf8 else _matchable(line)):
                     if len(matches) == MAX_MATCHES:
                         matches.append(f"[... more than {MAX_MATCHES} matches; narrow the pattern or path]")
                         return "\n".join(matches)
@@ -161,9 +170,12 @@ class Workspace:
             raise tool_error(f"content too long ({len(content):,} characters, at most {MAX_WRITTEN_CHARS:,})")
         data = _encoded(content)
         real.parent.mkdir(parents=True, exist_ok=True)
-        with _open_regular(real, os.O_WRONLY | os.O_CREAT) as handle:
-            handle.truncate(0)
-            handle.write(data)
+        try:  # refuses a FIFO or a device and a file it may not write, as writing in place did
+            with _open_regular(real, os.O_WRONLY) as handle:
+                existing: os.stat_result | None = os.fstat(handle.fileno())
+        except FileNotFoundError:
+            existing = None
+        _replace_with(real, data, existing)
         lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
         return f"Wrote {len(content)} characters ({lines} lines) to {self.relative(real)}."
 
@@ -183,9 +195,8 @@ class Workspace:
                 old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")  # as read_file showed it
             self._check_once(real, text, old)
             replaced = _encoded(text.replace(old, new, 1))
-            handle.seek(0)
-            handle.truncate(0)
-            handle.write(replaced)
+            existing = os.fstat(handle.fileno())
+        _replace_with(real, replaced, existing)
         return f"Edited {self.relative(real)} (1 replacement)."
 
     def _check_once(self, real: Path, text: str, old: str) -> None:
@@ -250,6 +261,69 @@ def _open_regular(path: Path, flags: int, mode: int = 0o666) -> Any:
     return open(descriptor, "r+b" if flags & (os.O_WRONLY | os.O_RDWR) else "rb")
 
 
+def _replace_with(real: Path, data: bytes, existing: os.stat_result | None) -> None:
+    """Make ``data`` the content of ``real`` all at once: it is written to a new temporary file in
+    the same folder, flushed to disk, given the permission bits (and, where allowed, the owner) of
+    the file it replaces, and renamed over it. A write that fails (a full disk, a quota, a file size
+    limit) removes the temporary file and leaves ``real`` exactly as it was; truncating ``real`` and
+    writing it again would have lost it. The temporary name is new (``O_EXCL``) and never a symlink
+    (``O_NOFOLLOW``), in ``real``'s folder, which ``resolve`` checked is inside the root. A new file
+    gets mode 0o666 less the umask; an existing one keeps its mode, so a secret stays unreadable to
+    others while it is written."""
+    temporary = real.parent / f".{secrets.token_hex(8)}.explicit_react.tmp"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    descriptor = os.open(temporary, flags, 0o600 if existing is not None else 0o666)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(descriptor, view) :]
+            if existing is not None:
+                if (existing.st_uid, existing.st_gid) != (os.geteuid(), os.getegid()):
+                    with contextlib.suppress(OSError):  # only root may give a file away
+                        os.fchown(descriptor, existing.st_uid, existing.st_gid)
+                os.fchmod(descriptor, stat.S_IMODE(existing.st_mode))  # after fchown, which clears setuid
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
+        os.replace(temporary, real)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    _sync_folder(real.parent)
+
+
+def _sync_folder(folder: Path) -> None:
+    """Flush the rename to disk too (best effort: some file systems refuse a folder's fsync)."""
+    try:
+        descriptor = os.open(
+            folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+        )
+    except OSError:
+        return
+    try:
+        with contextlib.suppress(OSError):
+            os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def _nul_ahead(handle: Any, limit: int) -> bool:
+    """Whether the rest of the file, up to its first ``limit`` bytes, holds a NUL byte: read_file
+    reads only the lines it shows, and a file with a NUL byte past them is binary too. Read in 64 KB
+    pieces, and no further once the agent gives up on the call; past ``limit`` (the size edit_file
+    edits) a huge log is not read to its end to show 400 lines."""
+    given_up = abandoned() or threading.Event()
+    while not given_up.is_set() and (room := limit - handle.tell()) > 0:
+        piece = handle.read(min(LINE_READ_BYTES, room))
+        if not piece:
+            return False
+        if b"\x00" in piece:
+            return True
+    return False
+
+
 def _numbered_lines(handle: Any) -> Iterator[tuple[int, bytes]]:
     """``(number, line)`` for each line; a line is cut at ``LINE_READ_BYTES`` (the rest is skipped
     unread into memory), so one 300 MB line costs 64 KB, not 600 MB. The first piece holding a NUL
@@ -284,6 +358,19 @@ def _decoded(data: bytes) -> str:
     """UTF-8 text in which every byte that is not UTF-8 stands as a lone surrogate, so that
     ``_encoded`` gives back exactly the same bytes (a Latin-1 ``é`` stays the byte 0xE9)."""
     return data.decode("utf-8", "surrogateescape")
+
+
+def _has_surrogates(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _matchable(line: str) -> str:
+    """``line`` with each surrogate that stands for a byte that is not UTF-8 as U+FFFD."""
+    return line.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def _encoded(text: str) -> bytes:
