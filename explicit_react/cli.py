@@ -10,11 +10,14 @@ Heavy modules (LangChain, the agent, rich) are imported only once a command runs
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import os
+import re
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -123,6 +126,37 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; returns the exit code (0 answered, 1 stopped, 2 usage or configuration error)."""
+    with _lenient_streams():
+        return _main(argv)
+
+
+@contextlib.contextmanager
+def _lenient_streams() -> Iterator[None]:
+    """While the command runs, text the streams cannot carry is escaped or replaced, not a traceback.
+
+    stdout and stderr write what their encoding lacks as backslash escapes (``\\xe9``, a lone
+    surrogate as ``\\udce9``) where they would raise (errors ``strict``: ``PYTHONIOENCODING=ascii``,
+    ``=utf-8``, a cp1252 console); stdin reads bytes its encoding cannot decode as U+FFFD. Only
+    streams that can be reconfigured (``io.TextIOWrapper``) are changed, and they are put back after.
+    """
+    wanted = {"stdin": "replace", "stdout": "backslashreplace", "stderr": "backslashreplace"}
+    changed: list[tuple[Any, str]] = []
+    for name, errors in wanted.items():
+        stream = getattr(sys, name)
+        if isinstance(stream, io.TextIOWrapper) and (name == "stdin" or stream.errors == "strict"):
+            before = stream.errors or "strict"
+            with contextlib.suppress(ValueError, OSError):  # a closed stream
+                stream.reconfigure(errors=errors)
+                changed.append((stream, before))
+    try:
+        yield
+    finally:
+        for stream, before in changed:
+            with contextlib.suppress(ValueError, OSError):
+                stream.reconfigure(errors=before)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     try:
         try:
             try:
@@ -201,6 +235,13 @@ def build_tools(spec: str) -> list[BaseTool]:
 
 
 def _knowledge_tool(location: str) -> BaseTool:
+    try:
+        return _read_knowledge(location)
+    except OSError as error:  # a file that fails as it is read (EIO) names no file
+        raise UsageError(_os_error(f"--tools knowledge:{location}", error)) from error
+
+
+def _read_knowledge(location: str) -> BaseTool:
     from explicit_react.scratchpad import printable
     from explicit_react.tools import KnowledgeBaseTool
 
@@ -224,10 +265,22 @@ def load_named_model(name: str | None) -> Any:
     """The chat model for ``--model`` (or the default one); ``UsageError`` when none is configured."""
     from explicit_react import models
 
-    name = name or models.default_model_name()
-    if name is None:
+    chosen = name or models.default_model_name()
+    if chosen is None:
         raise UsageError(models.NO_MODEL_MESSAGE)
-    return models.load_model(name)
+    try:
+        return models.load_model(chosen)
+    except OSError as error:  # a scripted: or gguf: file that fails as it is read names no file
+        raise UsageError(_os_error(f"{'--model' if name else 'model'} {chosen}", error)) from error
+
+
+def _os_error(option: str, error: OSError) -> str:
+    """``--model scripted:FILE: Permission denied``, with the file the error names if the option does not."""
+    message = f"{option}: {error.strerror or error}"
+    filename = error.filename
+    if filename is not None and os.fsdecode(filename) not in option:
+        message += f": {os.fsdecode(filename)}"
+    return message
 
 
 def build_agent(args: argparse.Namespace) -> ExplicitReActAgent:
@@ -252,8 +305,49 @@ def build_agent(args: argparse.Namespace) -> ExplicitReActAgent:
         options["mode"] = args.mode
     if args.check_answer:
         options["check_answer"] = True
-    listeners = [LiveTrace()] if args.verbose else []
-    return ExplicitReActAgent(llm, tools, trace_path=args.trace, listeners=listeners, **options)
+    listeners: list[Any] = [LiveTrace()] if args.verbose else []
+    if args.trace is not None:
+        listeners.append(TraceFile(args.trace))
+    return ExplicitReActAgent(llm, tools, listeners=listeners, **options)
+
+
+class TraceFile:
+    """``--trace FILE``: the ``JsonlTrace`` audit trail, but a write that fails mid-run (a full disk)
+    is one warning on stderr and the end of the trace, not the end of the run.
+
+    A ``JsonlTrace`` given to the agent directly raises the ``OSError`` and so ends the run (as any
+    failing listener does, docs/guardrails.md); the command would then lose the answer. A path that
+    cannot be written at all still fails here, before the run (exit 2).
+    """
+
+    def __init__(self, path: str) -> None:
+        from explicit_react.trace import JsonlTrace
+
+        self.path = path
+        self.trace: Any = JsonlTrace(path)
+
+    def on_step(self, step: Any, turn: int, max_turns: int | None) -> None:
+        """Write the step while the file can be written."""
+        if self.trace is not None:
+            self._write(self.trace.on_step, step, turn, max_turns)
+
+    def on_result(self, result: AgentResult) -> None:
+        """Write the result while the file can be written."""
+        if self.trace is not None:
+            self._write(self.trace.on_result, result)
+
+    def _write(self, method: Any, *args: Any) -> None:
+        from explicit_react.scratchpad import printable
+
+        try:
+            method(*args)
+        except OSError as error:
+            self.trace = None
+            reason = error.strerror or str(error)
+            print(
+                f"{PROG}: warning: --trace {printable(self.path)}: {printable(reason)}; the trace stops here",
+                file=sys.stderr,
+            )
 
 
 # --- the trace with a spinner --------------------------------------------------------------------
@@ -335,10 +429,17 @@ def _print_result(result: AgentResult, as_json: bool, indent: int | None = 2) ->
         # a terminal, which would obey a C1 control or a bidirectional override written raw
         unicode_out = (sys.stdout.encoding or "").lower().replace("-", "") in ("utf8", "utf16", "utf32")
         ascii_only = not unicode_out or sys.stdout.isatty()
-        print(json.dumps(result.to_dict(), ensure_ascii=ascii_only, indent=indent))
+        text = json.dumps(result.to_dict(), ensure_ascii=ascii_only, indent=indent)
+        # A lone surrogate (a file or a name read with surrogateescape) as its JSON escape, \udce9:
+        # no encoding can write it, and raw (0xE9) it would not be UTF-8. JSON holds it only in strings.
+        print(_SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", text))
     else:  # on a terminal, control characters from a web page or a file are shown, not obeyed
         print(printable(result.answer) if sys.stdout.isatty() else result.answer)
     sys.stdout.flush()
+
+
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+"""A lone surrogate: what ``surrogateescape`` makes of a byte that is not UTF-8."""
 
 
 def ask(agent: ExplicitReActAgent, question: str, args: argparse.Namespace) -> int:

@@ -501,3 +501,154 @@ def test_json_output_is_ascii_where_stdout_cannot_encode_the_text(tmp_path: Path
     done = subprocess.run(command, capture_output=True, text=True, timeout=60, env=env)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["answer"] == "Café"
+
+
+# --- text stdout cannot encode, bytes stdin cannot decode ---------------------------------------
+
+
+def byte_stream(monkeypatch: pytest.MonkeyPatch, name: str, encoding: str, errors: str) -> io.BytesIO:
+    """Replace ``sys.<name>`` by a text stream over bytes, as Python opens it with PYTHONIOENCODING."""
+    raw = io.BytesIO()
+    monkeypatch.setattr(f"sys.{name}", io.TextIOWrapper(raw, encoding=encoding, errors=errors))
+    return raw
+
+
+@pytest.mark.parametrize("errors", ["strict", "surrogateescape"])  # PYTHONIOENCODING=utf-8; C.UTF-8
+def test_json_of_a_file_that_is_not_utf8_is_valid_json_in_utf8(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, errors: str
+) -> None:
+    folder = tmp_path / "files"
+    folder.mkdir()
+    (folder / "menu.txt").write_bytes(b"caf\xe9 menu\n")
+    model = script(tmp_path, action("read_file", '{"path": "menu.txt"}'), final("done"))
+    out = byte_stream(monkeypatch, "stdout", "utf-8", errors)
+    code = cli.main(["-q", "--json", "--model", model, "--tools", f"files:{folder}", "q"])
+    sys.stdout.flush()
+    assert code == 0
+    data = json.loads(out.getvalue().decode("utf-8"))  # strict: no raw 0xE9 byte
+    assert "caf\udce9 menu" in data["steps"][0]["observation"]
+    assert b"caf\\udce9 menu" in out.getvalue()
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "cp1252"])
+def test_an_answer_stdout_cannot_encode_is_written_with_escapes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, encoding: str
+) -> None:
+    out = byte_stream(monkeypatch, "stdout", encoding, "strict")
+    code = cli.main(["-q", "--model", script(tmp_path, final("Café ☕ — 2 €")), "--tools", "none", "q"])
+    sys.stdout.flush()
+    assert code == 0
+    expected = {"ascii": "Caf\\xe9 \\u2615 \\u2014 2 \\u20ac\n", "cp1252": "Café \\u2615 — 2 €\n"}
+    assert out.getvalue().decode(encoding) == expected[encoding]
+
+
+def test_the_escapes_last_only_while_the_command_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    byte_stream(monkeypatch, "stdout", "ascii", "strict")
+    cli.main(["-q", "--model", script(tmp_path, final("x")), "--tools", "none", "q"])
+    assert sys.stdout.errors == "strict"
+
+
+def test_chat_reads_a_line_that_is_not_utf8(
+    tmp_path: Path, loaded: list[Any], monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"caf\xe9?\nnext\n"), encoding="utf-8"))
+    code = cli.main(["chat", "-q", "--model", script(tmp_path, final("1"), final("2")), "--tools", "none"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert out.splitlines() == ["1", "2"]
+    assert "Question: caf\ufffd?" in loaded[0].calls[0].prompt
+
+
+def test_plain_answer_under_pythonioencoding_ascii(tmp_path: Path) -> None:
+    model = script(tmp_path, final("Café"))
+    env = {**os.environ, "PYTHONIOENCODING": "ascii"}
+    command = [*COMMAND, "--model", model, "--tools", "none", "-q", "q"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, env=env)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "Caf\\xe9\n", "")
+
+
+# --- a trace that fails during the run, a file that fails as it is read -------------------------
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_a_trace_that_cannot_be_written_mid_run_is_one_warning_and_the_answer_is_printed(
+    tmp_path: Path, capsys: Any
+) -> None:
+    code = cli.main(
+        ["-q", "--trace", "/dev/full", "--model", script(tmp_path, *PARIS), "--tools", "search", "q"]
+    )
+    out, err = capsys.readouterr()
+    assert code == 0
+    assert out == "About 2.1 million people live in Paris.\n"
+    assert "Traceback" not in err
+    assert err.count("\n") == 1  # once, not once per record
+    assert err.startswith("explicit-react: warning: --trace /dev/full:")
+    assert "No space left on device" in err
+
+
+def test_a_trace_that_fails_at_the_result_keeps_the_stop_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    from explicit_react.trace import JsonlTrace
+
+    def full(self: JsonlTrace, record: dict[str, Any]) -> None:
+        if record["event"] == "result":
+            raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(JsonlTrace, "_write", full)
+    trace = tmp_path / "run.jsonl"
+    model = script(tmp_path, *(action("search", "population of Paris"),) * 3)
+    code = cli.main(
+        [
+            "-q",
+            "--max-iterations",
+            "2",
+            "--on-limit",
+            "force",
+            "--trace",
+            str(trace),
+            "--model",
+            model,
+            "--tools",
+            "search",
+            "q",
+        ]
+    )
+    err = capsys.readouterr().err
+    assert code == 1
+    lines = err.splitlines()
+    assert (
+        lines[0] == f"explicit-react: warning: --trace {trace}: No space left on device; the trace stops here"
+    )
+    assert lines[1].startswith("explicit-react: stopped (max_iterations)")
+
+
+def read_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reading any file fails as /proc/self/mem does: an I/O error that names no file."""
+
+    def fail(self: Path, *args: Any, **kwargs: Any) -> str:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(Path, "read_text", fail)
+
+
+def test_a_script_that_fails_as_it_is_read_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    model = script(tmp_path, final("x"))
+    read_fails(monkeypatch)
+    assert cli.main(["--model", model, "--tools", "none", "q"]) == 2
+    assert_one_line_error(capsys.readouterr().err, f"--model {model}: Input/output error")
+
+
+def test_a_knowledge_file_that_fails_as_it_is_read_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    notes = tmp_path / "notes.txt"
+    notes.write_text("x")
+    model = script(tmp_path, final("x"))
+    read_fails(monkeypatch)
+    assert cli.main(["--model", model, "--tools", f"knowledge:{notes}", "q"]) == 2
+    assert_one_line_error(capsys.readouterr().err, f"--tools knowledge:{notes}: Input/output error")
