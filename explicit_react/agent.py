@@ -115,6 +115,7 @@ class ExplicitReActAgent(ReActLoop, Runnable[AgentInput, dict[str, Any]]):
             options.flag(name, value)
         self.tools, self.allowed_tools, self.executor = wiring.tool_executor(tools, allowed_tools)
         self.llm = llm
+        options.instance("prompt", prompt, (str, ReActPrompt), "a system prompt (a string) or a ReActPrompt")
         self.prompt = prompt if isinstance(prompt, ReActPrompt) else ReActPrompt(prompt)
         self.limits = ScratchpadLimits(
             max_observation_chars=max_observation_chars, keep_recent=keep_recent_steps

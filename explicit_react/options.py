@@ -63,6 +63,13 @@ def choice(name: str, value: T, allowed: Collection[T]) -> T:
     return value
 
 
+def instance(name: str, value: Any, kinds: type | tuple[type, ...], what: str) -> Any:
+    """``None`` or an instance of ``kinds``, which ``what`` describes to the developer."""
+    if value is not None and not isinstance(value, kinds):
+        raise ConfigurationError(f"{name} must be {what}, or None; {_got(value)}")
+    return value
+
+
 def flag(name: str, value: Any) -> bool:
     """``True`` or ``False``."""
     if not isinstance(value, bool):

@@ -1,8 +1,8 @@
 """The ``ParseError`` a reply that cannot be read raises: what was wrong, then the format to use.
 
 Its ``feedback`` is written for the model and becomes the next observation: one sentence on what the
-reply lacked or got wrong, then the format block of the prompt (``prompts/format.txt``) with the
-reply's own labels, so the retry prompt shows exactly what to write.
+reply lacked or got wrong, then the format block of the prompt (``prompts/format.txt``) in the
+labels the parser reads with, so the retry prompt shows exactly what to write.
 """
 
 from __future__ import annotations

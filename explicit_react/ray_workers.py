@@ -1,7 +1,7 @@
-"""The Ray side of ``scale.answer_on_ray``: how many workers the cluster holds, starting them, and
-sending them chunks of questions, with the records back in input order.
+"""The Ray side of ``scale.answer_on_ray``: how many workers the cluster holds, waiting for them to
+start, and sending them chunks of questions, with the records back in input order.
 
-Each function is handed the ``ray`` module, so importing this one does not import Ray. A chunk lost
+The functions that call Ray are handed the ``ray`` module, so importing this one does not import Ray. A chunk lost
 to a crashed worker, or a question Ray cannot pickle (``RaySendError``), gives failure records, and
 the rest go on.
 """

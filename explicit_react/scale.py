@@ -14,7 +14,8 @@ created on the worker (a factory is pickled by reference, a model instance would
 and answers its share of the questions ``concurrency`` at a time through ``abatch``. Ray is an
 optional extra (``pip install explicit-react[ray]``), imported only when ``answer_on_ray`` runs.
 
-The records are made in ``records``; the Ray workers are started and sent their chunks in ``ray_workers``.
+The records are made in ``records``; here the Ray workers are created and killed, and in ``ray_workers``
+they are counted, waited for and sent their chunks.
 """
 
 from __future__ import annotations

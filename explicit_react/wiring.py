@@ -1,13 +1,15 @@
 """The agent's parts built from its constructor options: the tools and their executor, the transport
 of a mode, the two model adapters, the run listeners.
 
-``ExplicitReActAgent.__init__`` checks its options (``options``) and sets these parts on the loop.
+``ExplicitReActAgent.__init__`` checks its other options (``options``) and sets these parts on the loop;
+the tools, ``allowed_tools`` and the listeners are checked here, as their parts are built.
 A part that needs more than the core (the default tools, ``two_phase``, ``display``, ``trace``) is
 imported only when an option asks for it, so importing the package imports none of them.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -93,6 +95,7 @@ def listeners(given: Any, *, verbose: bool, trace_path: str | Path | None) -> li
     """The run listeners: those ``given`` (``options.listeners`` checks them), then a ``TracePrinter``
     for ``verbose=True`` and a ``JsonlTrace`` writing to ``trace_path``."""
     chosen: list[Any] = options.listeners("listeners", given)
+    options.instance("trace_path", trace_path, (str, os.PathLike), "a file path (a string or a Path)")
     if verbose:
         from explicit_react.display import TracePrinter
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+import math
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -59,7 +60,10 @@ def test_overhead_compares_trees_in_fresh_processes(
     printed, data = run("overhead.py", ["--quick", "--trees", tree], tmp_path, capsys)
     assert "| tree | commit |" in printed
     measured = data["trees"][tree]
-    assert measured["rounds"]["ratio_to_classic"] and measured["per_step_ms"] > 0
+    # the numbers are measured, not checked: three steps on a busy machine may time below the zero-step run
+    assert len(measured["rounds"]["ratio_to_classic"]) >= 1
+    assert all(math.isfinite(x) for x in measured["rounds"]["ratio_to_classic"])
+    assert math.isfinite(measured["per_step_ms"])
     assert len(data["load_average"]) == 2
 
 

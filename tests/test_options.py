@@ -48,6 +48,11 @@ from tests.helpers import action, final, search, subtract
         ({"listeners": "abc"}, r"listeners must be a list of listeners \(write listeners=\[it\] for one\)"),
         ({"listeners": [object()]}, "listeners must hold objects with any of on_turn_start"),
         ({"allowed_tools": ["nope"]}, r"allowed_tools names tools that do not exist: \['nope'\]"),
+        (
+            {"prompt": 5},
+            r"prompt must be a system prompt \(a string\) or a ReActPrompt, or None; got 5 \(int\)",
+        ),
+        ({"trace_path": 5}, r"trace_path must be a file path \(a string or a Path\), or None; got 5 \(int\)"),
     ],
 )
 def test_a_bad_option_fails_at_construction_naming_it(options: dict[str, Any], message: str) -> None:

@@ -111,5 +111,5 @@ def run_record(model: Any, tools: list, question: str, max_iterations: int) -> d
         "sub_questions": out["subs"],
         "sub_answers": out["sub_answers"],
         "trace": hand_written.step_records(out["steps"], 2000),
-        "last_reply": usage.last_reply if not result.success else None,
+        "last_reply": usage.last_reply,
     }
