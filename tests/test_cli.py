@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from explicit_react import cli, models
+from explicit_react import cli, cli_output, models
 from explicit_react.testing import ScriptedChatModel
 from explicit_react.types import Step
 from tests.helpers import action, final
@@ -362,14 +362,14 @@ def test_build_file_and_knowledge_tools(tmp_path: Path) -> None:
 
 
 def test_live_trace_spins_only_on_a_terminal() -> None:
-    terminal = cli.LiveTrace(Console(file=io.StringIO(), force_terminal=True))
+    terminal = cli_output.LiveTrace(Console(file=io.StringIO(), force_terminal=True))
     terminal.on_turn_start(1, 5)
     assert terminal._status is not None
     terminal.on_step(Step("t", "search", "q", "obs"), 1, 5)
     assert terminal._status is None
     assert "Observation:" in terminal.console.file.getvalue()  # type: ignore[attr-defined]
 
-    piped = cli.LiveTrace(Console(file=io.StringIO(), force_terminal=False))
+    piped = cli_output.LiveTrace(Console(file=io.StringIO(), force_terminal=False))
     piped.on_turn_start(1, 5)
     assert piped._status is None
 
@@ -388,7 +388,7 @@ def test_chat_quiet_says_why_a_run_stopped(
 
 
 def test_a_piped_trace_does_not_wrap_long_lines(monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
-    console = cli._console()
+    console = cli_output._console()
     assert not console.is_terminal and console.soft_wrap
     console.print("word " * 40)
     assert len(capsys.readouterr().err.splitlines()) == 1

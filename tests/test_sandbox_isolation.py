@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from explicit_react.tools import _sandbox
+from explicit_react.tools import _sandbox, _seccomp
 from tests.test_tools_python import python_tool
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -164,10 +164,10 @@ def test_a_system_call_through_another_table_kills_the_process() -> None:
 
 
 def test_the_keyring_filter_is_written_for_known_machines_only() -> None:
-    x86_64, aarch64 = _sandbox.keyring_filter("x86_64"), _sandbox.keyring_filter("aarch64")
+    x86_64, aarch64 = _seccomp.keyring_filter("x86_64"), _seccomp.keyring_filter("aarch64")
     assert x86_64 and aarch64 and len(x86_64) % 8 == 0 and len(aarch64) % 8 == 0
     assert x86_64 != aarch64
-    assert _sandbox.keyring_filter("riscv64") is None
+    assert _seccomp.keyring_filter("riscv64") is None
 
 
 @needs_isolation

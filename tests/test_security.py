@@ -33,11 +33,11 @@ from explicit_react.tools import (
     KnowledgeBaseTool,
     PythonREPLTool,
     WebSearchTool,
+    _file_io,
     _sandbox,
     calculator,
     file_tools,
 )
-from explicit_react.tools import files as files_module
 from tests.test_tools_python import python_tool, running_with
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -508,9 +508,9 @@ def test_a_binary_file_is_read_only_up_to_its_first_nul(tmp_path: Path) -> None:
         handle.truncate(2 * 1024**3)  # 2 GB, sparse, no newline
     handle = open(tmp_path / "image.bin", "rb")  # noqa: SIM115
     with handle:
-        lines = list(files_module._numbered_lines(handle))
+        lines = list(_file_io.numbered_lines(handle))
         assert lines[0][0] == 1 and b"\x00" in lines[0][1] and len(lines) == 1
-        assert handle.tell() <= files_module.LINE_READ_BYTES
+        assert handle.tell() <= _file_io.LINE_READ_BYTES
     for arguments in ({"path": "image.bin"}, {"path": "image.bin", "start": 5}):
         assert tools(tmp_path)["read_file"].invoke(arguments) == "Error: 'image.bin' is a binary file"
 
@@ -522,7 +522,7 @@ def test_a_read_stops_when_the_agent_gives_up_on_the_call(tmp_path: Path) -> Non
     try:
         with open(tmp_path / "big.txt", "rb") as handle:
             read = 0
-            for number, _ in files_module._numbered_lines(handle):
+            for number, _ in _file_io.numbered_lines(handle):
                 read = number
                 if number == 10:
                     given_up.set()
@@ -611,15 +611,15 @@ def test_the_command_prints_an_answers_control_characters_visibly_on_a_terminal(
 ) -> None:
     import sys
 
-    from explicit_react import cli
+    from explicit_react import cli_output
     from explicit_react.types import AgentResult, StopReason
 
     result = AgentResult(answer="42\x1b[2J", stop_reason=StopReason.SUCCESS, steps=[])
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
-    cli._print_result(result, as_json=False)
+    cli_output.print_result(result, as_json=False)
     assert capsys.readouterr().out == "42\\x1b[2J\n"
     monkeypatch.setattr(sys.stdout, "isatty", lambda: False)  # piped: the answer as it is
-    cli._print_result(result, as_json=False)
+    cli_output.print_result(result, as_json=False)
     assert capsys.readouterr().out == "42\x1b[2J\n"
 
 
@@ -628,11 +628,11 @@ def test_the_commands_json_on_a_terminal_escapes_every_control_character(
 ) -> None:
     import sys
 
-    from explicit_react import cli
+    from explicit_react import cli_output
     from explicit_react.types import AgentResult, StopReason
 
     result = AgentResult(answer="42\u202e\x9b2J", stop_reason=StopReason.SUCCESS, steps=[])
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True)  # JSON alone left these two raw
-    cli._print_result(result, as_json=True, indent=None)
+    cli_output.print_result(result, as_json=True, indent=None)
     out = capsys.readouterr().out
     assert "\u202e" not in out and "\x9b" not in out and json.loads(out)["answer"] == "42\u202e\x9b2J"

@@ -7,32 +7,32 @@ interpreter's own folder read-only and nothing else of the machine's files, ``/p
 own processes, a small private ``/tmp``, and the working folder as the one writable place. Run as root,
 bubblewrap sets this up and the child then drops to the ``nobody`` user with no capabilities and
 ``no_new_privs`` (``setpriv``); run as another user, bubblewrap uses a user namespace and the child
-keeps that user's identity. A seccomp filter (``keyring_filter``), handed to bubblewrap, keeps the
-kernel's keyrings out of reach: they are not namespaced, so without it the code could read the
-agent's session keyring or leave a key for a later call in its user's keyring. The cgroup (v1 or
-v2) is used when the agent may create one below its own; without it the memory limit is per process
-(``RLIMIT_AS``) and the process count is limited with ``RLIMIT_NPROC``: as root through the
-``nobody`` user, otherwise in the user namespace, where Linux 5.14 and later count it.
+keeps that user's identity. A seccomp filter (``keyring_filter``, in ``_seccomp.py``), handed to
+bubblewrap, keeps the kernel's keyrings out of reach: they are not namespaced, so without it the
+code could read the agent's session keyring or leave a key for a later call in its user's keyring.
+The cgroup (v1 or v2) is used when the agent may create one below its own; without it the memory
+limit is per process (``RLIMIT_AS``) and the process count is limited with ``RLIMIT_NPROC``: as
+root through the ``nobody`` user, otherwise in the user namespace, where Linux 5.14 and later
+count it.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import functools
 import os
 import re
 import shutil
 import signal
-import struct
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from explicit_react.tools._seccomp import keyring_filter, seccomp_pipe
 
 NOBODY = 65534
 TMPFS_BYTES = 16 * 1024 * 1024
@@ -201,109 +201,6 @@ def _system_view(executable: Path, *, allow_network: bool) -> list[str]:
     if allow_network and not any(resolver.is_relative_to(folder) for folder in shown):
         options += ["--ro-bind-try", str(resolver), str(resolver)]  # often below /run: the file alone
     return options
-
-
-@dataclass(frozen=True)
-class Architecture:
-    """What the seccomp filter needs to know of a machine: its audit architecture (the kernel tells
-    the filter which system-call table a call uses), its numbers of the keyring system calls, and
-    where the numbers of a second table with the same audit architecture start (x32), if any."""
-
-    audit: int
-    add_key: int
-    request_key: int
-    keyctl: int
-    foreign_from: int | None = None
-
-
-ARCHITECTURES = {
-    "x86_64": Architecture(0xC000003E, add_key=248, request_key=249, keyctl=250, foreign_from=0x40000000),
-    "aarch64": Architecture(0xC00000B7, add_key=217, request_key=218, keyctl=219),
-}
-"""The machines (``os.uname().machine``) the keyring filter is written for (linux/audit.h and the
-kernel's system-call tables). Elsewhere there is no filter, and ``Support`` says so."""
-
-
-def architecture(machine: str | None = None) -> Architecture | None:
-    """This Linux machine's entry in ``ARCHITECTURES`` (or ``machine``'s); ``None`` elsewhere."""
-    if machine is None:
-        if not sys.platform.startswith("linux"):
-            return None
-        machine = os.uname().machine
-    return ARCHITECTURES.get(machine)
-
-
-KEYCTL_JOIN_SESSION_KEYRING = 1
-_SECCOMP_RET_KILL_PROCESS, _SECCOMP_RET_ERRNO, _SECCOMP_RET_ALLOW = 0x80000000, 0x00050000, 0x7FFF0000
-_BPF_LD_W_ABS, _BPF_JEQ_K, _BPF_JGE_K, _BPF_RET_K = 0x20, 0x15, 0x35, 0x06  # linux/filter.h
-_NR, _ARCH, _ARGS = 0, 4, 16  # offsets in struct seccomp_data; each argument is 8 bytes
-
-
-@functools.cache
-def keyring_filter(machine: str | None = None) -> bytes | None:
-    """The seccomp filter (a classic BPF program, as bubblewrap's ``--seccomp`` reads it) that keeps
-    the kernel's keyrings from the sandbox, or ``None`` on a machine it is not written for.
-
-    Keyrings are not namespaced: the child inherits the agent's session keyring (which systemd,
-    pam_keyinit and Docker give every process, and where a credential may be kept) and shares the
-    user keyring of its user with every other call. So ``add_key``, ``request_key`` and ``keyctl``
-    fail with ``EPERM``, as in Docker's default profile; only ``keyctl(KEYCTL_JOIN_SESSION_KEYRING,
-    NULL)`` is let through, with which the child leaves the agent's session keyring for a new, empty
-    one (``_python_child.py`` does so first). Every other system call is allowed. A call through
-    another system-call table (x32 on x86_64, or a 32-bit program) kills the process: its numbers
-    mean other calls, nothing this sandbox runs makes one, and it is a known way around filters
-    that only read the number."""
-    arch = architecture(machine)
-    if arch is None or sys.byteorder != "little":  # the argument offsets below are little-endian
-        return None
-    body: list[tuple[int, str | None, str | None, int]] = [  # (operation, jump if true, if false, value)
-        (_BPF_LD_W_ABS, None, None, _ARCH),
-        (_BPF_JEQ_K, None, "kill", arch.audit),
-        (_BPF_LD_W_ABS, None, None, _NR),
-        *([(_BPF_JGE_K, "kill", None, arch.foreign_from)] if arch.foreign_from else []),
-        (_BPF_JEQ_K, "deny", None, arch.add_key),
-        (_BPF_JEQ_K, "deny", None, arch.request_key),
-        (_BPF_JEQ_K, None, "allow", arch.keyctl),
-        (_BPF_LD_W_ABS, None, None, _ARGS),  # keyctl's operation: an int, the low half is what counts
-        (_BPF_JEQ_K, None, "deny", KEYCTL_JOIN_SESSION_KEYRING),
-        (_BPF_LD_W_ABS, None, None, _ARGS + 8),  # the keyring's name: NULL, both halves
-        (_BPF_JEQ_K, None, "deny", 0),
-        (_BPF_LD_W_ABS, None, None, _ARGS + 12),
-        (_BPF_JEQ_K, "allow", "deny", 0),
-    ]
-    returns = {
-        "allow": _SECCOMP_RET_ALLOW,
-        "deny": _SECCOMP_RET_ERRNO | errno.EPERM,
-        "kill": _SECCOMP_RET_KILL_PROCESS,
-    }
-    where = {label: len(body) + index for index, label in enumerate(returns)}
-
-    def jump(at: int, label: str | None) -> int:  # classic BPF jumps forward, from the next instruction
-        return 0 if label is None else where[label] - at - 1
-
-    program = [
-        struct.pack("=HBBI", op, jump(at, yes), jump(at, no), k) for at, (op, yes, no, k) in enumerate(body)
-    ]
-    program += [struct.pack("=HBBI", _BPF_RET_K, 0, 0, value) for value in returns.values()]
-    return b"".join(program)
-
-
-@contextlib.contextmanager
-def seccomp_pipe(program: bytes | None) -> Iterator[int | None]:
-    """A descriptor to pass to the command (``pass_fds``) from which bubblewrap reads ``program``;
-    ``None`` when there is none. Closed on leaving: start the command inside the block."""
-    if program is None:
-        yield None
-        return
-    read, write = os.pipe()  # both close-on-exec: only the command the descriptor is passed to gets it
-    try:
-        os.write(write, program)  # a few hundred bytes: far below a pipe's capacity
-    finally:
-        os.close(write)
-    try:
-        yield read
-    finally:
-        os.close(read)
 
 
 def remove_folder(folder: Path) -> bool:

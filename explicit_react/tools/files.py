@@ -9,18 +9,14 @@ Files are never damaged: only regular files are opened (without blocking, so a F
 is refused, not waited on), edits keep every byte they do not replace (text that is not UTF-8 and
 CRLF line ends included), a write goes to a temporary file that replaces the file only once it is
 complete (a full disk leaves the old file as it was), a file with a NUL byte is binary and refused,
-and every input has a size cap with a message that says so.
+and every input has a size cap with a message that says so. The reading and writing itself is in
+``_file_io.py``.
 """
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import fnmatch
 import os
-import secrets
-import stat
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,8 +25,17 @@ import re2
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, Field
 
-from explicit_react.deadline import abandoned
 from explicit_react.tools._errors import FileText, Text, tool_error, validation_error_observation
+from explicit_react.tools._file_io import (
+    decoded,
+    encoded,
+    has_surrogates,
+    matchable,
+    nul_ahead,
+    numbered_lines,
+    open_regular,
+    replace_with,
+)
 
 MAX_READ_LINES = 400
 MAX_LINE_CHARS = 500
@@ -40,7 +45,6 @@ MAX_SEARCHED_FILE_BYTES = 2_000_000
 MAX_EDITED_FILE_BYTES = 10_000_000
 MAX_WRITTEN_CHARS = 10_000_000
 MAX_PATTERN_CHARS = 1_000
-LINE_READ_BYTES = 64 * 1024  # read_file holds at most this much of one line in memory
 SKIPPED_DIRECTORIES = frozenset({".git", ".hg", ".svn", "__pycache__", "node_modules", ".venv", "venv"})
 
 
@@ -101,8 +105,8 @@ class Workspace:
         last = min(last, start + MAX_READ_LINES - 1)
         shown: list[str] = []
         total, more = 0, False
-        with _open_regular(real, os.O_RDONLY) as handle:
-            for number, line in _numbered_lines(handle):
+        with open_regular(real, os.O_RDONLY) as handle:
+            for number, line in numbered_lines(handle):
                 if b"\x00" in line:
                     raise tool_error(f"{path!r} is a binary file")
                 total = number
@@ -110,8 +114,8 @@ class Workspace:
                     more = True
                     break
                 if number >= start:
-                    shown.append(f"{number:>5}  {_clip_line(_decoded(line).rstrip(chr(13) + chr(10)))}")
-            if more and _nul_ahead(handle, MAX_EDITED_FILE_BYTES):
+                    shown.append(f"{number:>5}  {_clip_line(decoded(line).rstrip(chr(13) + chr(10)))}")
+            if more and nul_ahead(handle, MAX_EDITED_FILE_BYTES):
                 raise tool_error(f"{path!r} is a binary file")
         if total == 0:
             return f"{self.relative(real)} is empty."
@@ -134,12 +138,12 @@ class Workspace:
             data = _searchable_bytes(file)
             if data is None:
                 continue
-            text = _decoded(data)
-            utf8 = text.isascii() or not _has_surrogates(text)
+            text = decoded(data)
+            utf8 = text.isascii() or not has_surrogates(text)
             for number, line in enumerate(text.splitlines(), start=1):
                 # RE2 takes only text that encodes to UTF-8: a byte that is not UTF-8 (a surrogate
                 # here) is matched as U+FFFD, while the line shown keeps it, as read_file shows it.
-                if matcher.search(line if utf8 else _matchable(line)):
+                if matcher.search(line if utf8 else matchable(line)):
                     if len(matches) == MAX_MATCHES:
                         matches.append(f"[... more than {MAX_MATCHES} matches; narrow the pattern or path]")
                         return "\n".join(matches)
@@ -168,14 +172,14 @@ class Workspace:
             raise tool_error(f"{path!r} is a directory")
         if len(content) > MAX_WRITTEN_CHARS:
             raise tool_error(f"content too long ({len(content):,} characters, at most {MAX_WRITTEN_CHARS:,})")
-        data = _encoded(content)
+        data = encoded(content)
         real.parent.mkdir(parents=True, exist_ok=True)
         try:  # refuses a FIFO or a device and a file it may not write, as writing in place did
-            with _open_regular(real, os.O_WRONLY) as handle:
+            with open_regular(real, os.O_WRONLY) as handle:
                 existing: os.stat_result | None = os.fstat(handle.fileno())
         except FileNotFoundError:
             existing = None
-        _replace_with(real, data, existing)
+        replace_with(real, data, existing)
         lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
         return f"Wrote {len(content)} characters ({lines} lines) to {self.relative(real)}."
 
@@ -184,19 +188,19 @@ class Workspace:
         real = self._existing_file(path)
         if not old:
             raise tool_error("`old` is empty; copy the exact text to replace from read_file")
-        with _open_regular(real, os.O_RDWR) as handle:
+        with open_regular(real, os.O_RDWR) as handle:
             data = handle.read(MAX_EDITED_FILE_BYTES + 1)
             if len(data) > MAX_EDITED_FILE_BYTES:
                 raise tool_error(f"{path!r} is too large to edit (over {MAX_EDITED_FILE_BYTES:,} bytes)")
             if b"\x00" in data:
                 raise tool_error(f"{path!r} is a binary file")
-            text = _decoded(data)
+            text = decoded(data)
             if "\r\n" in text and "\r\n" not in old and old not in text:
                 old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")  # as read_file showed it
             self._check_once(real, text, old)
-            replaced = _encoded(text.replace(old, new, 1))
+            replaced = encoded(text.replace(old, new, 1))
             existing = os.fstat(handle.fileno())
-        _replace_with(real, replaced, existing)
+        replace_with(real, replaced, existing)
         return f"Edited {self.relative(real)} (1 replacement)."
 
     def _check_once(self, real: Path, text: str, old: str) -> None:
@@ -241,143 +245,14 @@ def _linear_time_regex(pattern: str, *, literal: bool = False) -> Any:
         ) from None
 
 
-def _open_regular(path: Path, flags: int, mode: int = 0o666) -> Any:
-    """``path`` opened in binary mode, if it is a regular file; an ``Error:`` otherwise.
-
-    Opened with ``O_NONBLOCK``, so a FIFO or a device (which ``is_file`` checked moments ago, but
-    the path may have been swapped since) is refused at once instead of blocking the agent. A file
-    it creates gets ``mode`` less the umask (``os.open``'s own default, 0o777, made files executable)."""
-    not_regular = tool_error(f"{path.name!r} is not a regular file (a FIFO, a device or a socket)")
-    try:
-        descriptor = os.open(path, flags | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0), mode)
-    except OSError as exc:
-        if exc.errno == errno.ENXIO:  # a FIFO opened for writing with no reader
-            raise not_regular from None
-        raise
-    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-        os.close(descriptor)
-        raise not_regular
-    os.set_blocking(descriptor, True)
-    return open(descriptor, "r+b" if flags & (os.O_WRONLY | os.O_RDWR) else "rb")
-
-
-def _replace_with(real: Path, data: bytes, existing: os.stat_result | None) -> None:
-    """Make ``data`` the content of ``real`` all at once: it is written to a new temporary file in
-    the same folder, flushed to disk, given the permission bits (and, where allowed, the owner) of
-    the file it replaces, and renamed over it. A write that fails (a full disk, a quota, a file size
-    limit) removes the temporary file and leaves ``real`` exactly as it was; truncating ``real`` and
-    writing it again would have lost it. The temporary name is new (``O_EXCL``) and never a symlink
-    (``O_NOFOLLOW``), in ``real``'s folder, which ``resolve`` checked is inside the root. A new file
-    gets mode 0o666 less the umask; an existing one keeps its mode, so a secret stays unreadable to
-    others while it is written."""
-    temporary = real.parent / f".{secrets.token_hex(8)}.explicit_react.tmp"
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-    descriptor = os.open(temporary, flags, 0o600 if existing is not None else 0o666)
-    try:
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(descriptor, view) :]
-            if existing is not None:
-                if (existing.st_uid, existing.st_gid) != (os.geteuid(), os.getegid()):
-                    with contextlib.suppress(OSError):  # only root may give a file away
-                        os.fchown(descriptor, existing.st_uid, existing.st_gid)
-                os.fchmod(descriptor, stat.S_IMODE(existing.st_mode))  # after fchown, which clears setuid
-            os.fsync(descriptor)
-        finally:
-            os.close(descriptor)
-        os.replace(temporary, real)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-    _sync_folder(real.parent)
-
-
-def _sync_folder(folder: Path) -> None:
-    """Flush the rename to disk too (best effort: some file systems refuse a folder's fsync)."""
-    try:
-        descriptor = os.open(
-            folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
-        )
-    except OSError:
-        return
-    try:
-        with contextlib.suppress(OSError):
-            os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
-
-
-def _nul_ahead(handle: Any, limit: int) -> bool:
-    """Whether the rest of the file, up to its first ``limit`` bytes, holds a NUL byte: read_file
-    reads only the lines it shows, and a file with a NUL byte past them is binary too. Read in 64 KB
-    pieces, and no further once the agent gives up on the call; past ``limit`` (the size edit_file
-    edits) a huge log is not read to its end to show 400 lines."""
-    given_up = abandoned() or threading.Event()
-    while not given_up.is_set() and (room := limit - handle.tell()) > 0:
-        piece = handle.read(min(LINE_READ_BYTES, room))
-        if not piece:
-            return False
-        if b"\x00" in piece:
-            return True
-    return False
-
-
-def _numbered_lines(handle: Any) -> Iterator[tuple[int, bytes]]:
-    """``(number, line)`` for each line; a line is cut at ``LINE_READ_BYTES`` (the rest is skipped
-    unread into memory), so one 300 MB line costs 64 KB, not 600 MB. The first piece holding a NUL
-    byte ends the lines (a binary file: nothing after it is read), and so does the agent giving up on
-    the call (``deadline.abandoned``), so a huge file costs no time after the call's timeout."""
-    given_up = abandoned() or threading.Event()
-    number = 0
-    while not given_up.is_set() and (piece := handle.readline(LINE_READ_BYTES)):
-        number += 1
-        line = piece
-        while b"\x00" not in piece and not piece.endswith(b"\n") and not given_up.is_set():
-            if not (piece := handle.readline(LINE_READ_BYTES)):
-                break
-            if b"\x00" in piece:
-                line += b"\x00"
-        yield number, line
-        if b"\x00" in line:
-            return
-
-
 def _searchable_bytes(path: Path) -> bytes | None:
     """The content of a text file small enough to search, or ``None`` (too large, binary, unreadable)."""
     try:
-        with _open_regular(path, os.O_RDONLY) as handle:
+        with open_regular(path, os.O_RDONLY) as handle:
             data: bytes = handle.read(MAX_SEARCHED_FILE_BYTES + 1)
     except (OSError, ToolException):
         return None
     return None if len(data) > MAX_SEARCHED_FILE_BYTES or b"\x00" in data else data
-
-
-def _decoded(data: bytes) -> str:
-    """UTF-8 text in which every byte that is not UTF-8 stands as a lone surrogate, so that
-    ``_encoded`` gives back exactly the same bytes (a Latin-1 ``é`` stays the byte 0xE9)."""
-    return data.decode("utf-8", "surrogateescape")
-
-
-def _has_surrogates(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
-
-
-def _matchable(line: str) -> str:
-    """``line`` with each surrogate that stands for a byte that is not UTF-8 as U+FFFD."""
-    return line.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-
-
-def _encoded(text: str) -> bytes:
-    try:
-        return text.encode("utf-8", "surrogateescape")
-    except UnicodeEncodeError:
-        raise tool_error("the text holds a lone surrogate (an invalid character); write it as text") from None
 
 
 def _clip_line(line: str) -> str:

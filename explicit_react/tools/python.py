@@ -40,7 +40,7 @@ from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field
 
 from explicit_react.deadline import abandoned
-from explicit_react.tools import _sandbox
+from explicit_react.tools import _sandbox, _seccomp
 from explicit_react.tools._errors import FileText, tool_error, validation_error_observation
 
 RUNNER = Path(__file__).with_name("_python_child.py")
@@ -205,8 +205,8 @@ class PythonREPLTool(BaseTool):
         try:
             if found.isolated and found.cgroups:
                 cgroup = _sandbox.Cgroup.create(self.memory_limit_mb * 1024 * 1024, self.max_processes)
-            program = _sandbox.keyring_filter() if found.seccomp else None
-            with _sandbox.seccomp_pipe(program) as seccomp_fd:  # read by bubblewrap as it starts
+            program = _seccomp.keyring_filter() if found.seccomp else None
+            with _seccomp.seccomp_pipe(program) as seccomp_fd:  # read by bubblewrap as it starts
                 source = code.encode("utf-8", "surrogateescape")
                 yield _SandboxRun(self, scratch, source, found, cgroup, seccomp_fd)
         finally:
@@ -300,8 +300,8 @@ class _SandboxRun:
         limits += [str(tool.max_file_size_mb * 1024 * 1024), str(nproc)]
         # The child leaves the agent's session keyring; unisolated, it installs the keyring filter
         # itself (in the sandbox bubblewrap did, before the child started).
-        arch = _sandbox.architecture()
-        program = None if self.isolated else _sandbox.keyring_filter()
+        arch = _seccomp.architecture()
+        program = None if self.isolated else _seccomp.keyring_filter()
         limits += [str(arch.keyctl if arch else 0), program.hex() if program else ""]
         python = ["-I", "-X", "utf8", "-c", _runner_source(), *limits]
         if not self.isolated:
