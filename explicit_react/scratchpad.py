@@ -71,22 +71,30 @@ def summarize_step(number: int, step: Step, chars: int) -> str:
     return f"- step {number}: {step.action}({_cut(format_tool_input(step.action_input), chars)}) -> {observation}"
 
 
-def render(steps: Sequence[Step], limits: ScratchpadLimits | None = None) -> str:
-    """The scratchpad for ``steps``: compacted older steps, then the latest verbatim."""
+def summarize_older(steps: Sequence[Step], limits: ScratchpadLimits | None = None) -> tuple[str, int]:
+    """The summary of the steps older than the latest ``keep_recent`` (one line each, past
+    ``max_summary_lines`` only counted; ``""`` when there are none), and how many steps it covers:
+    ``steps[count:]`` are the ones to show in full."""
     limits = limits or ScratchpadLimits()
     keep = len(steps) if limits.keep_recent is None else limits.keep_recent
-    older, recent = steps[: max(0, len(steps) - keep)], steps[max(0, len(steps) - keep) :]
-    parts: list[str] = []
-    if older:
-        shown = older[-limits.max_summary_lines :] if limits.max_summary_lines > 0 else []
-        dropped = len(older) - len(shown)
-        lines = [f"Earlier steps, summarised ({len(older)} steps):"]
-        if dropped:
-            lines.append(f"- steps 1-{dropped}: omitted")
-        first = dropped + 1
-        lines += [summarize_step(first + i, s, limits.summary_chars) for i, s in enumerate(shown)]
-        parts.append("\n".join(lines))
-    parts += [render_step(s) for s in recent]
+    older = steps[: max(0, len(steps) - keep)]
+    if not older:
+        return "", 0
+    shown = older[-limits.max_summary_lines :] if limits.max_summary_lines > 0 else []
+    dropped = len(older) - len(shown)
+    lines = [f"Earlier steps, summarised ({len(older)} steps):"]
+    if dropped:
+        lines.append(f"- steps 1-{dropped}: omitted")
+    first = dropped + 1
+    lines += [summarize_step(first + i, s, limits.summary_chars) for i, s in enumerate(shown)]
+    return "\n".join(lines), len(older)
+
+
+def render(steps: Sequence[Step], limits: ScratchpadLimits | None = None) -> str:
+    """The scratchpad for ``steps``: compacted older steps, then the latest verbatim."""
+    summary, count = summarize_older(steps, limits)
+    parts = [summary] if summary else []
+    parts += [render_step(s) for s in steps[count:]]
     return "\n".join(parts)
 
 

@@ -219,7 +219,9 @@ class NativeToolCalling:
     """The provider's function calling (``bind_tools``): tool calls come back structured, not as text.
 
     The history is replayed as assistant messages with one tool call each and tool messages with
-    the observations; a reply with no tool call is the final answer.
+    the observations (each cut to ``max_observation_chars``); steps older than the latest
+    ``keep_recent`` are one line each after the question, as in the text scratchpad. A reply with no
+    tool call is the final answer.
     """
 
     stop: tuple[str, ...] = ()
@@ -250,10 +252,15 @@ class NativeToolCalling:
         return {"role": "system", "content": render(load_template("tool_calling"), tool_names=names) + note}
 
     def _history(self, question: str, steps: Sequence[Step], context: str) -> list[Message]:
+        """The question, then the latest ``keep_recent`` steps as tool calls and results; the older
+        steps are summarised one line each (as the text scratchpad does) after the question."""
         context = context.strip()
         user = f"Context:\n{context}\n\nQuestion: {question.strip()}" if context else question.strip()
+        summary, count = scratchpad.summarize_older(steps, self.limits)
+        if summary:  # in the question's message: no two user messages in a row, no call left unpaired
+            user = f"{user}\n\n{summary}"
         messages: list[Message] = [{"role": "user", "content": user}]
-        for number, step in enumerate(steps, 1):
+        for number, step in enumerate(steps[count:], count + 1):
             observation = truncate_middle(step.observation, self.limits.max_observation_chars)
             if not step.action:
                 messages += [

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from itertools import pairwise
 from typing import Any
 
 import httpx
@@ -18,6 +19,7 @@ from explicit_react.two_phase import MAX_THOUGHT_CHARS
 from explicit_react.types import FinalAnswer
 from tests.helpers import search
 from tests.test_gemini import API_KEY, FakeGemini
+from tests.test_tool_calling import fetch
 
 
 def call(name: str, **args: Any) -> AIMessage:
@@ -89,6 +91,22 @@ def test_the_answer_at_the_limit_is_one_tool_free_call() -> None:
     assert result.answer == "Paris has about 68 million? No: France does."
     assert result.steps[0].observation == "68000000"
     assert len(model.calls) == 3  # thought, act, then the answer at the limit
+
+
+def test_keep_recent_steps_bounds_both_calls_of_a_turn() -> None:
+    replies: list[Any] = []
+    for i in range(6):
+        replies += [f"Read page {i}.", call("fetch", page=str(i))]
+    model = ScriptedChatModel([*replies, "Enough.", "It has six parts."])
+    agent = ExplicitReActAgent(model, [fetch], mode="two_phase", keep_recent_steps=1, max_iterations=10)
+    assert agent.run("How many parts?").answer == "It has six parts."
+    thought_sizes = [len(c.prompt) for c in model.calls[0::2]]
+    act_sizes = [len(c.prompt) for c in model.calls[1::2]]
+    for sizes in (thought_sizes, act_sizes):
+        assert all(b - a < 600 for a, b in pairwise(sizes[2:])), sizes
+    last_thought, last_act = model.calls[-2].messages, model.calls[-1].messages
+    assert "Earlier steps, summarised (5 steps):" in str(last_thought[0].content)
+    assert sum(isinstance(m, AIMessage) and bool(m.tool_calls) for m in last_act) == 1
 
 
 def test_budgets_and_stop_reasons_are_the_loops() -> None:
