@@ -155,7 +155,8 @@ class ExplicitReActAgent(ReActLoop, Runnable[AgentInput, dict[str, Any]]):
 
     def act(self, turn: Turn) -> Acted:
         """ACT: run the action the model chose, if the policy allows it. On its own it has no
-        history: repeats and unsourced numbers are checked only inside a run, which keeps the steps."""
+        history: repeats and unsourced numbers are checked only inside a run, which keeps the steps.
+        A turn that holds a Final Answer has nothing to act on: ``ValueError``."""
         return drivers.run(self.acting(turn, self.new_run("", ""), in_run=False))
 
     async def aact(self, turn: Turn) -> Acted:

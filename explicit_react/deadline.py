@@ -31,6 +31,65 @@ def abandoned() -> threading.Event | None:
     return _abandoned.get()
 
 
+class _GivenUp(threading.Event):
+    """The event ``abandoned`` returns for a call run here: besides being waited on or polled, it
+    calls what is registered with ``call_when_set`` as it is set (an async call's cancellation)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._guard = threading.Lock()
+        self._callbacks: list[Callable[[], None]] = []
+
+    def set(self) -> None:
+        with self._guard:
+            super().set()
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback()
+
+    def call_when_set(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback()`` once the event is set (at once if it is); returns what forgets it."""
+        with self._guard:
+            if not self.is_set():
+                self._callbacks.append(callback)
+                return partial(self._forget, callback)
+        callback()
+        return _nothing
+
+    def _forget(self, callback: Callable[[], None]) -> None:
+        with self._guard, contextlib.suppress(ValueError):  # called already
+            self._callbacks.remove(callback)
+
+
+def _nothing() -> None:
+    pass
+
+
+async def cancelled_when_abandoned(awaitable: Awaitable[T]) -> T:
+    """Await ``awaitable`` as a task that is cancelled as soon as the call this runs in is given up
+    (``abandoned``: its timeout fired, the run's time ran out, Ctrl-C).
+
+    For an async call run to completion from sync code in a daemon thread (an async-only tool, an
+    ``async def`` model, under ``run``): cancellation reaches it at its next ``await``, as it does
+    under ``arun``, so it stops there instead of running on unseen to its side effects, and its
+    thread is freed. Only a call that ignores cancellation is left to end on its own."""
+    given_up = abandoned()  # in the context this coroutine runs in: the call's own
+    if not isinstance(given_up, _GivenUp):  # not in a call run here: nothing gives it up
+        return await awaitable
+    loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(awaitable)
+
+    def cancel() -> None:
+        with contextlib.suppress(RuntimeError):  # the loop closed: the call is over
+            loop.call_soon_threadsafe(task.cancel)
+
+    forget = given_up.call_when_set(cancel)
+    try:
+        return await task
+    finally:
+        forget()
+
+
 class DeadlineExceeded(TimeoutError):
     """The run's ``max_seconds`` budget ran out while a call was in progress."""
 
@@ -141,7 +200,7 @@ def _start_daemon(
     the call (see ``abandoned``)."""
     if context is None:
         context = contextvars.copy_context()
-    given_up = threading.Event()
+    given_up = _GivenUp()
     context.run(_abandoned.set, given_up)
 
     def target() -> Callable[[], None]:

@@ -11,6 +11,7 @@ the same from ``run`` and from ``arun``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import inspect
 import time
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from explicit_react.deadline import acall_in_thread, acall_with_timeout, call_in_daemon, call_with_timeout
+from explicit_react.types import current_run
 
 T = TypeVar("T")
 
@@ -44,12 +46,14 @@ class Sleep:
 
 @dataclass(frozen=True, slots=True)
 class Notify:
-    """Call ``method(*args, **kwargs)`` on each of ``targets`` that has it (callback managers, listeners)."""
+    """Call ``method(*args, **kwargs)`` on each of ``targets`` that has it (callback managers, listeners),
+    with ``types.current_run`` set to ``run_id`` (a run's listeners read their run's id there)."""
 
     targets: Sequence[Any]
     method: str
     args: tuple[Any, ...] = ()
     kwargs: Mapping[str, Any] = field(default_factory=dict)
+    run_id: str | None = None
 
 
 def heard(manager: Any) -> bool:
@@ -74,7 +78,9 @@ def notify_closed(notify: Notify) -> None:
     more: carry ``notify`` out now. A sync target is called at once; an async one's awaitable is
     left for ``adrive`` to await while it closes (``aclose`` may await), or dropped unawaited when
     no async driver is closing the machine."""
-    for pending in _notify(notify):
+    with _in_run(notify):
+        pending_calls = _notify(notify)
+    for pending in pending_calls:
         if (closing := _closing.get()) is not None:
             closing.append(pending)
         elif inspect.iscoroutine(pending):
@@ -151,8 +157,9 @@ def _perform(request: Call | Sleep | Notify, progress: _Progress) -> None:
         elif isinstance(request, Sleep):
             time.sleep(request.seconds)
         else:
-            for pending in _notify(request):  # an async listener's method (sync managers return None)
-                run_to_completion(pending)
+            with _in_run(request):
+                for pending in _notify(request):  # an async listener's method (sync managers return None)
+                    run_to_completion(pending)
     except BaseException as exc:
         progress.error = exc
 
@@ -187,8 +194,9 @@ async def _aperform(request: Call | Sleep | Notify, progress: _Progress) -> None
         elif isinstance(request, Sleep):
             await asyncio.sleep(request.seconds)
         else:
-            for pending in _notify(request):
-                await pending
+            with _in_run(request):
+                for pending in _notify(request):
+                    await pending
     except BaseException as exc:
         progress.error = exc
 
@@ -231,3 +239,18 @@ def _notify(request: Notify) -> list[Awaitable[Any]]:
         if handler is not None and inspect.isawaitable(result := handler(*request.args, **request.kwargs)):
             pending.append(result)
     return pending
+
+
+@contextlib.contextmanager
+def _in_run(notify: Notify) -> Iterator[None]:
+    """``current_run`` set to ``notify.run_id`` (when it has one) while its handlers are called and
+    awaited. The driver sets it, not the machine: a generator has no context of its own, so a value
+    it set would reach whoever resumes it next (another run's stream, a copied context)."""
+    if notify.run_id is None:
+        yield
+        return
+    token = current_run.set(notify.run_id)
+    try:
+        yield
+    finally:
+        current_run.reset(token)

@@ -34,7 +34,7 @@ from explicit_react.run_state import Acted, RunState
 from explicit_react.scratchpad import ScratchpadLimits, truncate_middle
 from explicit_react.tool_input import agent_tool_input
 from explicit_react.transport import Transport, Turn
-from explicit_react.types import Action, AgentResult, FinalAnswer, Step, StopReason, TokenUsage, current_run
+from explicit_react.types import Action, AgentResult, FinalAnswer, Step, StopReason, TokenUsage
 
 
 class RunListener(Protocol):
@@ -92,8 +92,9 @@ class ReActLoop:
         return self.transport.messages(question, self.tool_specs, steps, context, steps_left)
 
     def new_run(self, question: str, context: str, manager: Any = None, callbacks: Any = None) -> RunState:
-        """The state of a run that has not started."""
+        """The state of a run that has not started (with an id for its listeners, when it has any)."""
         run = RunState(question, context, RunGuard(self.budget, self.allowed_tools), manager, callbacks)
+        run.run_id = uuid.uuid4().hex[:12] if self.listeners else None
         if self.check_answer:
             run.answer_check = AnswerCheck(self.calculator_name)
         return run
@@ -116,11 +117,9 @@ class ReActLoop:
         """Think → Act → Observe until a final answer or a stop; yields each step as it completes,
         and leaves the result in ``run.result``."""
         guard = run.guard
-        if self.listeners:
-            current_run.set(uuid.uuid4().hex[:12])
         while (stop := guard.stop_before_turn(len(run.steps))) is None:
             if self.listeners:
-                yield Notify(self.listeners, "on_turn_start", (len(run.steps) + 1, self.max_iterations))
+                yield self._tell(run, "on_turn_start", len(run.steps) + 1, self.max_iterations)
             try:
                 turn = yield from self.thinking(run)
                 if isinstance(turn.decision, FinalAnswer):
@@ -147,7 +146,7 @@ class ReActLoop:
                 step = self.observe(turn, acted)
                 run.steps.append(step)
                 if self.listeners:
-                    yield Notify(self.listeners, "on_step", (step, len(run.steps), self.max_iterations))
+                    yield self._tell(run, "on_step", step, len(run.steps), self.max_iterations)
                 yield step
             if acted.stop is not None:
                 stop = acted.stop
@@ -171,7 +170,8 @@ class ReActLoop:
         if run.guard.deadline.expired():
             raise DeadlineExceeded("time ran out while the reply was read")
         if cut and not isinstance(turn.decision, FinalAnswer):
-            turn = dataclasses.replace(turn, note=_cut_note(cut, self.max_reply_chars))
+            note = "\n".join(filter(None, (turn.note, _cut_note(cut, self.max_reply_chars))))
+            turn = dataclasses.replace(turn, note=note)
         return turn
 
     def _permit(self, turn: Turn, run: RunState, *, in_run: bool = True) -> Acted | None:
@@ -203,6 +203,11 @@ class ReActLoop:
 
     def acting(self, turn: Turn, run: RunState, *, in_run: bool = True) -> Machine[Acted]:
         """ACT: run the action the model chose, if the policy allows it."""
+        if isinstance(turn.decision, FinalAnswer):  # only act() can get here: a run ends at the answer
+            raise ValueError(
+                "act() was given a turn that holds a Final Answer: there is nothing to act on "
+                "(the answer is turn.decision.answer)"
+            )
         if (refused := self._permit(turn, run, in_run=in_run)) is not None:
             return refused
         action = turn.decision
@@ -212,7 +217,7 @@ class ReActLoop:
             agent_action = AgentAction(tool, agent_tool_input(action.tool_input), turn.text)
             yield Notify((run.manager,), "on_agent_action", (agent_action,))
         if in_run and self.listeners:
-            yield Notify(self.listeners, "on_action", (action, len(run.steps) + 1, self.max_iterations))
+            yield self._tell(run, "on_action", action, len(run.steps) + 1, self.max_iterations)
         started = time.monotonic()
         try:
             outcome = yield from self.executor.calls(
@@ -229,7 +234,7 @@ class ReActLoop:
             )
             cut = ToolOutcome(observation, error="tool_timeout", seconds=time.monotonic() - started)
             return Acted(cut, tool, StopReason.MAX_SECONDS)
-        run.guard.record_call(len(run.steps) + 1, tool, action.tool_input, outcome.observation)
+        run.guard.record_call(len(run.steps) + 1, tool, action.tool_input, outcome.observation, outcome.ran)
         return Acted(outcome, tool, StopReason.RETURN_DIRECT if outcome.return_direct else None)
 
     def reviewed(self, answer: FinalAnswer, run: RunState) -> Acted | None:
@@ -258,6 +263,12 @@ class ReActLoop:
             tool_output=outcome.output if self.keep_tool_output else None,
         )
 
+    def _tell(self, run: RunState, method: str, *args: Any) -> Notify:
+        """The listeners' event: the driver sets ``types.current_run`` to the run's id while it
+        calls them, wherever the machine is resumed from (a stream's steps may be pulled from
+        other contexts, between another run's steps)."""
+        return Notify(self.listeners, method, args, run_id=run.run_id)
+
     # Stopping -----------------------------------------------------------------------------
     def _stop_at_limit(self, run: RunState, stop: StopReason) -> Machine[None]:
         """End a run that hit a limit: one tool-free call for an answer (``on_limit="generate"``), or none."""
@@ -269,10 +280,9 @@ class ReActLoop:
             messages = self.transport.final_messages(run.question, self.tool_specs, run.steps, run.context)
             try:
                 completion = yield from self.final_model.calls(messages, run.callbacks, run.guard.deadline)
+                run.count(completion.usage)  # whatever it says (nothing, a tool call): the call was made
             except (ModelCallError, DeadlineExceeded):
                 completion = _NO_COMPLETION
-            if completion.text:
-                run.count(completion.usage)
             completion, _ = _cut_reply(completion, self.max_reply_chars)
             answer = _answer_at_limit(self.transport.read(completion), answer)
         yield from self._finish(run, answer, stop, error=self._limit_sentence(stop))
@@ -293,7 +303,7 @@ class ReActLoop:
     ) -> Machine[None]:
         result = run.finish(answer.strip(), stop, error, log)
         if self.listeners:
-            yield Notify(self.listeners, "on_result", (result,))
+            yield self._tell(run, "on_result", result)
 
 
 _ANSWER_AT_LIMIT = {

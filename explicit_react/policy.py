@@ -242,9 +242,13 @@ class RunGuard:
             error="unsourced_numbers",
         )
 
-    def record_call(self, step_number: int, tool: str, tool_input: ToolInput, observation: str) -> None:
-        """Remember a call that ran, for the tool-call budget and loop detection."""
-        self.tool_calls += 1
+    def record_call(
+        self, step_number: int, tool: str, tool_input: ToolInput, observation: str, ran: bool = True
+    ) -> None:
+        """Remember a call for loop detection and, when its tool ran (``ran``), for the tool-call
+        budget: a call whose input was refused before the tool's function was entered is no call."""
+        if ran:
+            self.tool_calls += 1
         self._seen.setdefault(self._signature(tool, tool_input), (step_number, _kept(observation)))
 
     def _signature(self, tool: str, tool_input: ToolInput) -> str:

@@ -45,6 +45,8 @@ class RunState:
     final_log: str = ""
     answer_check: AnswerCheck | None = None
     """Reviews each Final Answer before it ends the run (``check_answer=True``), or ``None``."""
+    run_id: str | None = None
+    """The run's id, which its listeners read as ``types.current_run`` (``None``: no listeners)."""
 
     _known: set[float] = field(default_factory=set)
     _read: int = -1

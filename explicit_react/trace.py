@@ -26,8 +26,8 @@ class JsonlTrace:
     """A run listener that appends JSON lines to ``path``, flushed after each one so a crash loses nothing.
 
     Each line has ``event`` (``"step"`` or ``"result"``), a timestamp and ``run``, the id of its run
-    (``types.current_run``: runs at once share the file); secret-looking environment
-    values are redacted, and no environment values are written.
+    (``types.current_run``, which the driver sets while it calls the listener: runs at once share
+    the file); secret-looking environment values are redacted, and no environment values are written.
     """
 
     def __init__(self, path: str | Path) -> None:

@@ -215,6 +215,8 @@ def _finite(value: Any) -> Any:
 
 
 current_run: ContextVar[str | None] = ContextVar("explicit_react_run", default=None)
-"""The id of the run whose listeners are being called (set when a run with listeners starts): runs
-at once in one process (``abatch``, ``aanswer_all``) share their listeners, and a trace tells its
-lines apart by it. Each asyncio task and each thread has its own."""
+"""The id of the run whose listeners are being called: the driver sets it around each listener call
+(``drivers.Notify.run_id``, from ``RunState.run_id``) and resets it after, so it is right however the
+run's steps are pulled (streams taking turns in one thread, each ``next()`` in a copied context) and
+never left set in the caller's context. Runs at once in one process (``abatch``, ``aanswer_all``)
+share their listeners, and a trace tells its lines apart by it. Read it inside the listener call."""
