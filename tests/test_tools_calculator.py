@@ -163,6 +163,87 @@ def test_words_that_are_not_a_single_unit_are_refused(expression: str) -> None:
     assert calculator.invoke(expression).startswith("Error:")
 
 
+# Operations and scales written in words after a number: dropped as "units" before, silently wrong
+# ("5 squared" was 5, "3 thousand * 2 thousand" was 6). Refused, with the operation in symbols.
+_OPERATION_WORDS = [
+    ("5 squared", "5**2"),
+    ("5 squared + 3 squared", "5**2"),
+    ("2 cubed * 3", "5**3"),
+    ("4 square", "5**2"),
+    ("8 cube", "5**3"),
+    ("2 * 3 twice", "2*5"),
+    ("3 thrice", "3*5"),
+    ("3 double", "2*5"),
+    ("3 doubled", "2*5"),
+    ("100 half", "5/2"),
+    ("100 halved", "5/2"),
+    ("3 triple", "3*5"),
+    ("3 tripled", "3*5"),
+    ("10 factorial", "5*4*3*2*1"),
+    ("5 inverse", "1/5"),
+    ("16 sqrt + 1", "sqrt(16)"),
+    ("16 root", "sqrt(16)"),
+    ("3 thousand * 2 thousand", "3*1000"),
+    ("2 million * 3 million", "3*1000000"),
+    ("68 million - 2.1 million", "3*1000000"),
+    ("2 billion", "3*10**9"),
+    ("2 trillion", "3*10**12"),
+    ("5 dozen + 3", "3*12"),
+    ("3 hundred", "3*100"),
+    ("10 percent * 200", "10/100*200"),
+    ("3 pct", "10/100*200"),
+    ("3 times 4", "3*4"),
+    ("3 plus 4", "3+4"),
+    ("3 minus 4", "3-4"),
+]
+
+
+@pytest.mark.parametrize(("expression", "symbols"), _OPERATION_WORDS)
+def test_an_operation_or_a_scale_in_words_is_refused_with_its_symbols(expression: str, symbols: str) -> None:
+    observation = calculator.invoke(expression)
+    assert observation.startswith("Error: the calculator reads operations and scales as symbols, not words")
+    assert symbols in observation
+
+
+@pytest.mark.parametrize(
+    "expression", ["2 score + 1", "3 gross", "2 robots * 1270", "5 things", "4 dollars each"]
+)
+def test_a_word_that_is_not_a_known_unit_is_never_dropped(expression: str) -> None:
+    assert calculator.invoke(expression).startswith("Error: the calculator takes numbers, not words")
+
+
+@pytest.mark.parametrize(
+    ("expression", "expected"),
+    [
+        ("58.0 kg / 2", "29"),
+        ("4,425 dollars * 2", "8850"),
+        ("90 minutes / 60", "1.5"),
+        ("9400 dollars + 45 dollars", "9445"),  # the units Qwen2.5 1.5B wrote in the stored runs
+        ("3.2 kg * 3", "9.6"),
+        ("38.8 kg + 18.0 kg", "56.8"),
+        ("10 minutes + 15 minutes", "25"),
+        ("100 kilograms / 4", "25"),
+        ("1.5 metres * 2", "3"),
+        ("7 grams + 3 grams", "10"),
+        ("2 hours * 3", "6"),
+        ("30 seconds * 2", "60"),
+        ("300 square kilometres / 2", "150"),  # a generated town's area
+        ("120 Employees / 4", "30"),
+        ("12 people * 3", "36"),
+        ("5 items + 2 items", "7"),
+        ("8 units * 2", "16"),
+        ("20 crowns * 1.5", "30"),  # the generated worlds' currency nouns
+        ("20 florins + 1 florin", "21"),
+        ("20 EUR * 2", "40"),
+        ("3 centuries * 100", "300"),
+        ("2 GB * 1024", "2048"),
+        ("21 degrees + 2", "23"),
+    ],
+)
+def test_real_units_are_still_dropped(expression: str, expected: str) -> None:
+    assert calculator.invoke(expression) == expected
+
+
 def test_an_error_after_the_unit_is_dropped_names_the_expression_as_written() -> None:
     assert calculator.invoke("5 dollars / 0 dollars") == "Error: division by zero"
     assert calculator.invoke("sqrt(-4 meters)").startswith("Error: cannot compute 'sqrt(-4 meters)'")

@@ -78,7 +78,11 @@ def evaluate(expression: str) -> Number:
     except SyntaxError as exc:
         if (unitless := _without_unit(text)) is not None:
             return _evaluate_unitless(unitless, text)
-        raise _words_error(text) or CalculationError(f"invalid expression ({exc.msg}): {text!r}") from None
+        raise (
+            _operation_words_error(text)
+            or _words_error(text)
+            or CalculationError(f"invalid expression ({exc.msg}): {text!r}")
+        ) from None
     except (RecursionError, MemoryError):
         raise CalculationError("expression is nested too deeply") from None
     try:
@@ -86,7 +90,7 @@ def evaluate(expression: str) -> Number:
     except _UnknownName as exc:
         if (unitless := _without_unit(text)) is not None:
             return _evaluate_unitless(unitless, text)
-        raise _words_error(text) or exc from None
+        raise _operation_words_error(text) or _words_error(text) or exc from None
     except CalculationError:
         raise
     except ZeroDivisionError:
@@ -100,38 +104,89 @@ def evaluate(expression: str) -> Number:
 
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z_]+")
-_CONSTANT_NAMES = frozenset(name.lower() for name in CONSTANTS)
 _KNOWN_NAMES = frozenset(name.lower() for name in (*FUNCTIONS, *CONSTANTS))
 _ANY_WORD = re.compile(r"[A-Za-z_]+")
 _NUMBER_AND_WORD = re.compile(
-    r"(?<![A-Za-z_\d.])((?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)[ \t]*([A-Za-z]{2,})\b(?![ \t]*\()"
+    r"(?<![A-Za-z_\d.])((?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)[ \t]*"
+    r"((?:(?i:square|sq|cubic|cu)[ \t]+)?[A-Za-z]{2,})\b(?![ \t]*\()"
 )
-# Words that stand for an operation or a variable, not a unit: "10 percent * 200" is not 2000.
-_NOT_UNITS = frozenset({"percent", "pct", "times", "by", "of", "per", "plus", "minus", "and", "to", "or"})
+
+
+def _unit_words(text: str) -> frozenset[str]:
+    """The words of ``text``, separated by spaces."""
+    return frozenset(text.split())
+
+
+# The units dropped after a number, in lower case and the singular ("inches" and "centuries" are
+# found as "inch" and "century"): only words that are clearly a unit. Any other word stays and is
+# refused, since a word dropped as a unit must never change the result ("5 squared" was 5,
+# "3 thousand * 2 thousand" was 6, when every word of two letters or more counted as a unit).
+_LENGTH_UNITS = _unit_words(
+    "mm cm dm km in ft yd mi inch foot feet yard mile meter metre millimeter millimetre centimeter "
+    "centimetre kilometer kilometre"
+)
+_UNITS = _LENGTH_UNITS | _unit_words(
+    # mass
+    "mg kg lb lbs oz gram gramme milligram kilogram kilo tonne ton pound ounce stone "
+    # time
+    "ms sec min hr hrs yr yrs wk millisecond microsecond nanosecond second minute hour day week "
+    "fortnight month year decade century "
+    # volume and area
+    "ml cl dl cc qt tbsp tsp litre liter gallon gal pint quart cup barrel bbl acre hectare sqm sqft "
+    # temperature, data, frequency, energy, power, speed
+    "degree deg celsius fahrenheit kelvin bit byte kb mb gb tb pb kib mib gib tib kbps mbps gbps "
+    "hz khz mhz ghz watt kw kwh wh mah volt amp joule calorie cal kcal hp rpm mph kph kmh knot "
+    # money: currency words (those of the generated worlds too: crown, mark, florin, taler) and codes
+    "dollar buck cent penny pence euro quid yen yuan renminbi rupee franc peso krona kronor krone "
+    "kroner crown mark florin taler thaler guilder ruble rouble lira won rand dinar dirham shilling "
+    "usd eur gbp jpy cny rmb inr chf cad aud nzd sek nok dkk mxn brl rub krw zar hkd sgd "
+    # counts
+    "people person employee worker staff member customer user student resident inhabitant visitor "
+    "passenger item unit piece pcs box pack pair copy"
+)
+# Operations and scales in words, each with how to write it in symbols: they are never units.
+_OPERATION_WORDS: dict[str, str] = {
+    **dict.fromkeys(("squared", "square"), "5 squared is 5**2"),
+    **dict.fromkeys(("cubed", "cube"), "5 cubed is 5**3"),
+    **dict.fromkeys(("twice", "double", "doubled"), "twice 5 is 2*5"),
+    **dict.fromkeys(("thrice", "triple", "tripled"), "three times 5 is 3*5"),
+    **dict.fromkeys(("half", "halved", "halves"), "half of 5 is 5/2"),
+    **dict.fromkeys(("quarter", "quarters"), "a quarter of 5 is 5/4"),
+    "factorial": "5 factorial is 5*4*3*2*1",
+    **dict.fromkeys(("inverse", "reciprocal"), "the inverse of 5 is 1/5"),
+    **dict.fromkeys(("sqrt", "root"), "the square root of 16 is sqrt(16)"),
+    **dict.fromkeys(("hundred", "hundreds"), "3 hundred is 3*100"),
+    **dict.fromkeys(("thousand", "thousands", "grand"), "3 thousand is 3*1000"),
+    **dict.fromkeys(("million", "millions", "mn", "mln"), "3 million is 3*1000000"),
+    **dict.fromkeys(("billion", "billions", "bn"), "3 billion is 3*10**9"),
+    **dict.fromkeys(("trillion", "trillions"), "3 trillion is 3*10**12"),
+    **dict.fromkeys(("dozen", "dozens"), "3 dozen is 3*12"),
+    "lakh": "3 lakh is 3*100000",
+    "crore": "3 crore is 3*10000000",
+    **dict.fromkeys(("percent", "percentage", "pct"), "10 percent of 200 is 10/100*200"),
+    **dict.fromkeys(("times", "multiplied"), "3 times 4 is 3*4"),
+    "plus": "3 plus 4 is 3+4",
+    "minus": "3 minus 4 is 3-4",
+    **dict.fromkeys(("divided", "over"), "3 divided by 4 is 3/4"),
+    **dict.fromkeys(("mod", "modulo"), "7 modulo 3 is 7%3"),
+    **dict.fromkeys(("power", "pow"), "2 to the power 10 is 2**10"),
+}
+_WORD_NOT_CALLED = re.compile(r"(?<![A-Za-z_])[A-Za-z_]+(?![A-Za-z_]|[ \t]*\()")
 
 
 def _without_unit(text: str) -> str | None:
     """``90 minutes - 38 minutes`` -> ``90 - 38``: the expression without its unit, when every word in
-    it is one unit (two letters or more) written right after a number; ``None`` when a word stands
-    anywhere else, or is an operation in words ("percent", "times").
+    it is one known unit written right after a number; ``None`` when a word stands anywhere else, or
+    is not clearly a unit ("squared", "thousand", "percent", "robots"): a dropped word must never
+    change the result.
 
-    Small models write quantities with their units (Qwen2.5 1.5B: "(3 years - 2 years) * 12"); with
-    a single unit the arithmetic is not in doubt. Two different units are an error: converting them
-    is the model's job, and guessing it here could be wrong. A function's name written as a unit
-    ("3 min") counts as a unit when no "(" follows it.
+    Small models write quantities with their units (Qwen2.5 1.5B: "(3 years - 2 years) * 12", "3.2
+    kg * 3", "1270 dollars * 3"); with a single unit the arithmetic is not in doubt. Two different
+    units are an error: converting them is the model's job, and guessing it here could be wrong. A
+    function's name written as a unit ("3 min") counts as a unit when no "(" follows it.
     """
-    units: list[str] = []
-
-    def drop(match: re.Match[str]) -> str:
-        if match[2].lower() in _CONSTANT_NAMES:
-            return match[0]
-        units.append(match[2])
-        return match[1]
-
-    stripped = _NUMBER_AND_WORD.sub(drop, text)
+    stripped, units = _units_dropped(text)
     if not units or any(word.lower() not in _KNOWN_NAMES for word in _ANY_WORD.findall(stripped)):
-        return None
-    if any(unit.lower() in _NOT_UNITS for unit in units):
         return None
     if len({_singular(unit, units) for unit in units}) > 1:
         shown = ", ".join(dict.fromkeys(units))
@@ -140,6 +195,44 @@ def _without_unit(text: str) -> str | None:
             "first, then write the expression with the numbers alone"
         )
     return stripped
+
+
+def _units_dropped(text: str) -> tuple[str, list[str]]:
+    """``text`` without the known units written right after its numbers, and those units."""
+    units: list[str] = []
+
+    def drop(match: re.Match[str]) -> str:
+        if not _is_unit(match[2]):
+            return match[0]
+        units.append(" ".join(match[2].split()))
+        return match[1]
+
+    return _NUMBER_AND_WORD.sub(drop, text), units
+
+
+def _is_unit(written: str) -> bool:
+    """Whether ``written`` ("kg", "Minutes", "square kilometres") is clearly a unit: in ``_UNITS``,
+    singular or plural; after "square" or "cubic", a unit of length."""
+    *prefix, word = written.lower().split()
+    forms = {word, word.removesuffix("s"), word.removesuffix("es")}
+    if word.endswith("ies"):
+        forms.add(word[:-3] + "y")
+    return not forms.isdisjoint(_LENGTH_UNITS if prefix else _UNITS)
+
+
+def _operation_words_error(text: str) -> CalculationError | None:
+    """An error that names the operations or scales written in words ("5 squared", "3 thousand *
+    2") with how to write them in symbols, or ``None`` when there are none. Words that are part of
+    a unit ("300 square kilometres") and function calls ("sqrt(16)") are not operations in words."""
+    stripped, _ = _units_dropped(text)
+    words = dict.fromkeys(w for w in _WORD_NOT_CALLED.findall(stripped) if w.lower() in _OPERATION_WORDS)
+    if not words:
+        return None
+    examples = dict.fromkeys(_OPERATION_WORDS[word.lower()] for word in words)
+    return CalculationError(
+        f"the calculator reads operations and scales as symbols, not words ({', '.join(map(repr, words))} "
+        f"in {text!r}). Write them with symbols: {'; '.join(examples)}"
+    )
 
 
 def _singular(unit: str, units: list[str]) -> str:
