@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackManagerForToolRun
 from langchain_core.tools import BaseTool
@@ -14,6 +15,9 @@ from pydantic import BaseModel, Field
 
 from explicit_react.redaction import error_message
 from explicit_react.tools._errors import Text, checked_query, tool_error, validation_error_observation
+
+if TYPE_CHECKING:
+    from ddgs.ddgs import DDGS
 
 SearchBackend = Callable[[str, int], list[dict[str, Any]]]
 """``(query, max_results) -> [{"title", "href", "body"}, ...]``: the shape ddgs returns."""
@@ -33,6 +37,15 @@ class SearchUnavailable(Exception):
     """The search backend failed in a way worth retrying: rate limit, timeout, network error."""
 
 
+class _BadSetting(ValueError):
+    """A setting of the tool that cannot work (an unknown ddgs engine): reported, not retried."""
+
+
+class _UncertainNoResults(Exception):
+    """ddgs found nothing, but some engine refused, or ddgs gave no way to tell: the empty answer
+    comes with this note."""
+
+
 class WebSearchTool(BaseTool):
     """Searches the web with DuckDuckGo (``ddgs``) and returns numbered title / URL / snippet results."""
 
@@ -43,6 +56,11 @@ class WebSearchTool(BaseTool):
     handle_validation_error: Any = validation_error_observation
 
     max_results: int = Field(default=5, ge=1, le=50)
+    ddgs_backend: str = Field(
+        default="duckduckgo",
+        min_length=1,
+        description="ddgs engine(s), comma-separated: 'duckduckgo', or e.g. 'duckduckgo,brave', or 'auto'",
+    )
     region: str = "wt-wt"
     safesearch: Literal["on", "moderate", "off"] = "moderate"
     timelimit: Literal["d", "w", "m", "y"] | None = None
@@ -54,7 +72,11 @@ class WebSearchTool(BaseTool):
 
     def _run(self, query: str, run_manager: CallbackManagerForToolRun | None = None) -> str:
         query = checked_query(query, self.max_query_chars, "search the web for")
-        results = _result_dicts(self._search_with_retries(query))
+        try:
+            found = self._search_with_retries(query)
+        except _UncertainNoResults as uncertain:
+            return f"No web results for {query!r} ({uncertain})."
+        results = _result_dicts(found)
         return format_results(query, results[: self.max_results])
 
     async def _arun(self, query: str, run_manager: AsyncCallbackManagerForToolRun | None = None) -> str:
@@ -75,8 +97,12 @@ class WebSearchTool(BaseTool):
             except TimeoutError:
                 problem = f"no answer within {self.timeout:g}s"
                 break
+            except _UncertainNoResults:
+                raise
+            except _BadSetting as exc:
+                raise tool_error(f"web search failed: {_first_line(str(exc))}") from None
             except Exception as exc:  # a broken backend: not worth retrying
-                raise tool_error(f"web search failed: {_describe(exc)}") from None
+                raise tool_error(f"web search failed: {_first_line(_describe(exc))}") from None
             if attempt < self.retries and deadline - time.monotonic() > backoff:
                 time.sleep(backoff)
                 backoff *= 2
@@ -94,21 +120,109 @@ class WebSearchTool(BaseTool):
         return found
 
     def _ddgs_search(self, query: str, remaining: float) -> list[dict[str, Any]]:
-        from ddgs import DDGS  # imported here: ddgs is slow to import and not needed offline
+        # ddgs is imported here, not at the top: it is slow to import and not needed offline
         from ddgs.exceptions import DDGSException
 
+        _check_ddgs_backend(self.ddgs_backend)
+        client = _observed_ddgs_class()(timeout=max(1, int(remaining)))
         try:
-            return DDGS(timeout=max(1, int(remaining))).text(
+            return client.text(
                 query,
                 region=self.region,
                 safesearch=self.safesearch,
                 timelimit=self.timelimit,
                 max_results=self.max_results,
+                backend=self.ddgs_backend,
             )
         except DDGSException as exc:  # the base of RatelimitException and TimeoutException
-            if "no results found" in str(exc).lower():
-                return []
-            raise
+            if "no results found" not in str(exc).lower():
+                raise
+        # ddgs drops every answer but HTTP 200 and then says "No results found.": whether the
+        # engines answered with nothing or refused (429, DuckDuckGo's 202 rate-limit page, 403, 5xx)
+        # is told by the status codes the engines' HTTP clients saw during this call.
+        statuses = getattr(client, "explicit_react_statuses", {})
+        refusals = [
+            f"{host} answered HTTP {status}{_REFUSAL_KINDS.get(status, '')}"
+            for host, status in statuses.values()
+            if status != 200
+        ]
+        if not statuses:
+            raise _UncertainNoResults(
+                "the search engine may have refused the request: ddgs reported no answers to check"
+            )
+        if len(refusals) == len(statuses):
+            raise SearchUnavailable(_first_line("; ".join(refusals)))
+        if refusals:
+            raise _UncertainNoResults(
+                _first_line(
+                    f"{len(refusals)} of {len(statuses)} search engines refused the request: "
+                    + "; ".join(refusals)
+                )
+            )
+        return []
+
+
+_REFUSAL_KINDS = {202: ", a rate limit", 429: ", a rate limit", 403: ", a block"}
+"""DuckDuckGo answers a rate-limited request with 202 and a page without results; others with 429."""
+
+
+def _check_ddgs_backend(backend: str) -> None:
+    """An unknown engine name is an error: ddgs would only log it, and fall back to its metasearch
+    when no name is left."""
+    from ddgs.engines import ENGINES
+
+    known = ENGINES["text"]
+    unknown = [name for name in (part.strip() for part in backend.split(",")) if name not in known]
+    unknown = [name for name in unknown if name not in ("auto", "all")]
+    if unknown:
+        raise _BadSetting(
+            f"unknown ddgs backend {', '.join(map(repr, unknown))}; known: auto, {', '.join(sorted(known))}"
+        )
+
+
+@functools.cache
+def _observed_ddgs_class() -> type[DDGS]:
+    """A ``DDGS`` that records, per engine, the host and HTTP status of the last answer it got.
+
+    Each search makes its own instance, whose engines (and their HTTP clients) are its own, so
+    concurrent searches, in threads or under asyncio, never see each other's answers.
+    """
+    from ddgs.base import BaseSearchEngine
+    from ddgs.ddgs import DDGS
+
+    class ObservedDDGS(DDGS):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.explicit_react_statuses: dict[str, tuple[str, int]] = {}
+            self._explicit_react_lock = threading.Lock()
+
+        def _get_engines(self, category: str, backend: str) -> list[BaseSearchEngine[Any]]:
+            engines = super()._get_engines(category, backend)
+            for engine in engines:
+                self._explicit_react_observe(engine)
+            return engines
+
+        def _explicit_react_observe(self, engine: BaseSearchEngine[Any]) -> None:
+            http_client = engine.http_client
+            if getattr(http_client, "explicit_react_observed", False):
+                return
+            send = http_client.request
+            name = str(getattr(engine, "name", type(engine).__name__))
+
+            def request(*args: Any, **kwargs: Any) -> Any:
+                response = send(*args, **kwargs)
+                status = getattr(response, "status_code", None)
+                if isinstance(status, int):
+                    url = str(kwargs.get("url", args[1] if len(args) > 1 else ""))
+                    host = url.split("/")[2] if url.count("/") >= 2 else name
+                    with self._explicit_react_lock:
+                        self.explicit_react_statuses[name] = (host, status)
+                return response
+
+            setattr(http_client, "request", request)  # noqa: B010  (mypy: no assignment to a method)
+            setattr(http_client, "explicit_react_observed", True)  # noqa: B010
+
+    return ObservedDDGS
 
 
 def _result_dicts(found: Any) -> list[dict[str, Any]]:
