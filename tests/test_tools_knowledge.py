@@ -101,13 +101,15 @@ def test_tokenize_and_split() -> None:
     assert split_passages("one.\n\ntwo.", 100) == ["one.", "two."]
     assert split_passages("First one. Second one. Third one.", 24) == ["First one. Second one.", "Third one."]
     # A heading stays with the paragraph under it, with or without a blank line between them; the
-    # next section starts its own passage; a heading with nothing under it is no passage.
+    # next section starts its own passage; a heading with nothing under it is a passage of its own
+    # (dropping it lost its text: "# Zorblax warranty is 7 years" gave no passage).
     text = "# Prices\n\nThe Pellet costs 120 dollars.\n\n# Lumacrab\nThe Lumacrab costs 1270.\n\n# End"
     assert split_passages(text, 100) == [
         "# Prices The Pellet costs 120 dollars.",
         "# Lumacrab The Lumacrab costs 1270.",
+        "# End",
     ]
-    assert split_passages("# A\n\n# B\n\nText.", 100) == ["# B Text."]
+    assert split_passages("# A\n\n# B\n\nText.", 100) == ["# A", "# B Text."]
     assert split_passages("a" * 250, 100) == ["a" * 100, "a" * 100, "a" * 50]
 
 
@@ -328,3 +330,186 @@ def test_a_query_of_many_words_scores_only_its_rarest_few() -> None:
     results = tool.search(f"{common} vault")
     assert len(calls) <= MAX_QUERY_WORDS + 1
     assert "The vault code is 4711." in [passage.text for _, passage in results]  # the rarest word is kept
+
+
+# --- no text is lost in passages; a heading is Markdown only in Markdown documents ------------------
+
+LONG_PARAGRAPH = " ".join(
+    f"Sentence {i} says the robot has a feature numbered {i} that helps in the field." for i in range(14)
+)
+
+
+def _words(texts: list[str]) -> set[str]:
+    return {word for text in texts for word in text.split()}
+
+
+def test_a_heading_with_nothing_under_it_is_its_own_passage() -> None:
+    assert split_passages("# Zorblax warranty is 7 years", 100) == ["# Zorblax warranty is 7 years"]
+    assert split_passages("# A\n\n# B\n\nText.", 100) == ["# A", "# B Text."]
+    tool = KnowledgeBaseTool([{"content": "# Zorblax warranty is 7 years", "source": "w.md"}])
+    assert tool.invoke("Zorblax warranty") == "1. [w.md] # Zorblax warranty is 7 years"
+    # A heading too long for one passage is cut like a paragraph, not dropped.
+    long_heading = "# " + "word " * 60
+    assert _words(split_passages(long_heading + "\n\n# Next", 100)) == _words([long_heading, "# Next"])
+
+
+def test_a_hash_line_in_plain_text_is_ordinary_text() -> None:
+    notes = "Inventory notes for 2023.\n\n# of units sold in 2023: 5120"
+    tool = KnowledgeBaseTool([{"content": notes, "source": "notes.txt"}])
+    assert [p.text for p in tool.passages] == ["Inventory notes for 2023.", "# of units sold in 2023: 5120"]
+    assert "5120" in tool.invoke("units sold in 2023")
+    notes += "\n\nThe warehouse is in Ostgard."
+    assert [p.text for p in KnowledgeBaseTool([{"content": notes, "source": "notes.txt"}]).passages] == [
+        "Inventory notes for 2023.",
+        "# of units sold in 2023: 5120",
+        "The warehouse is in Ostgard.",
+    ]
+    assert split_passages("# of units: 5\n\nMore.", 100, markdown=False) == ["# of units: 5", "More."]
+
+
+@pytest.mark.parametrize(
+    ("document", "markdown"),
+    [
+        ({"content": "", "source": "guide.md"}, True),
+        ({"content": "", "source": "guide.markdown"}, True),
+        ({"content": "", "source": "GUIDE.MD"}, True),
+        ({"content": ""}, True),  # no source: Markdown, as before
+        ({"content": "", "source": "faq"}, True),  # no file suffix says otherwise
+        ({"content": "", "metadata": {"source": "docs/faq.md"}}, True),
+        ({"content": "", "source": "notes.txt"}, False),
+        ({"content": "", "title": "Notes", "source": "notes.txt"}, False),
+        (Document(page_content="", metadata={"source": "log.TXT"}), False),
+        ({"content": "", "source": "data.csv"}, False),
+    ],
+)
+def test_which_documents_are_markdown(document: Any, markdown: bool) -> None:
+    text = "# Heading\n\nBody."
+    if isinstance(document, Document):
+        document = Document(page_content=text, metadata=document.metadata)
+    else:
+        document = {**document, "content": text}
+    expected = ["# Heading Body."] if markdown else ["# Heading", "Body."]
+    assert [p.text for p in KnowledgeBaseTool([document]).passages] == expected
+
+
+def test_from_folder_reads_hash_lines_of_txt_files_as_text(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("Inventory notes for 2023.\n\n# of units sold in 2023: 5120\n")
+    (tmp_path / "guide.md").write_text("# Returns\n\nReturns need a receipt.\n\n# Gift cards\n")
+    tool = KnowledgeBaseTool.from_folder(tmp_path, k=5)
+    assert [(p.source, p.text) for p in tool.passages] == [
+        ("guide.md", "# Returns Returns need a receipt."),
+        ("guide.md", "# Gift cards"),
+        ("notes.txt", "Inventory notes for 2023."),
+        ("notes.txt", "# of units sold in 2023: 5120"),
+    ]
+
+
+def test_a_heading_stays_with_a_long_paragraph() -> None:
+    assert len(LONG_PARAGRAPH) > 1_000
+    passages = split_passages("# Tidewalker T9\n\n" + LONG_PARAGRAPH, 800)
+    assert len(passages) == 2
+    assert all(len(passage) <= 800 for passage in passages)
+    assert all(passage.startswith("# Tidewalker T9 Sentence ") for passage in passages)
+    assert _words(passages) == _words(["# Tidewalker T9", LONG_PARAGRAPH])
+    tool = KnowledgeBaseTool([{"content": "# Tidewalker T9\n\n" + LONG_PARAGRAPH, "source": "t.md"}], k=1)
+    assert "Tidewalker" in tool.invoke("feature numbered 13")
+    # A heading longer than half a passage cannot share one with the paragraph: it is its own.
+    heading = "# " + "Tidewalker " * 10
+    passages = split_passages(heading + "\n\n" + LONG_PARAGRAPH[:150], 150)
+    assert passages[0] == heading.strip()
+    assert all(len(passage) <= 150 for passage in passages)
+    assert _words(passages) == _words([heading, LONG_PARAGRAPH[:150]])
+
+
+def test_a_paragraph_that_fits_alone_is_not_cut_for_its_heading() -> None:
+    paragraph = "The Rover X2 was first sold in 2019. It is made in Ostgard. It weighs 4 kg."
+    assert split_passages(f"# The Rover X2\n\n{paragraph}", len(paragraph) + 5) == [
+        "# The Rover X2",
+        paragraph,
+    ]
+
+
+def test_a_long_heading_is_kept_whole_when_its_short_paragraph_fits_with_it() -> None:
+    heading = "# The long heading of the section about the robots and their fine prices"
+    assert len(heading) > 50
+    assert split_passages(f"{heading}\n\nThey cost 5.", 100) == [f"{heading} They cost 5."]
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_split_passages_never_loses_a_word(seed: int) -> None:
+    import random
+
+    rng = random.Random(seed)
+    blocks = []
+    for _ in range(rng.randint(1, 8)):
+        kind = rng.choice(["heading", "heading+text", "text", "long"])
+        heading = (
+            "#" * rng.randint(1, 3)
+            + " "
+            + " ".join(f"h{rng.randint(0, 99)}" for _ in range(rng.randint(1, 30)))
+        )
+        text = " ".join(
+            f"w{rng.randint(0, 999)}" + rng.choice(["", ".", ","]) for _ in range(rng.randint(1, 80))
+        )
+        blocks.append(
+            {"heading": heading, "heading+text": f"{heading}\n{text}", "text": text, "long": text * 3}[kind]
+        )
+    document = "\n\n".join(blocks)
+    for max_chars in (100, 220, 800):
+        for markdown in (True, False):
+            passages = split_passages(document, max_chars, markdown=markdown)
+            assert all(len(passage) <= max_chars for passage in passages)
+            assert _words(passages) == _words([document])
+
+
+# --- a single document is one document -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        "The Quillfern warranty lasts 2 years.",
+        {"content": "The Quillfern warranty lasts 2 years.", "source": "document 1"},
+        Document(page_content="The Quillfern warranty lasts 2 years.", metadata={"source": "document 1"}),
+    ],
+)
+def test_a_single_document_is_one_document_not_its_characters(document: Any) -> None:
+    for tool in (KnowledgeBaseTool(document), KnowledgeBaseTool.from_documents(document)):
+        assert [(p.source, p.text) for p in tool.passages] == [
+            ("document 1", "The Quillfern warranty lasts 2 years.")
+        ]
+
+
+# --- a repeated passage is shown once ---------------------------------------------------------------
+
+
+def test_identical_passages_take_one_result_slot() -> None:
+    documents = [
+        {"content": "alpha secret content", "source": "a.txt"},
+        {"content": "alpha secret content", "source": "in.txt"},
+        {"content": "other content here", "source": "b.txt"},
+        {"content": "more content there", "source": "c.txt"},
+    ]
+    assert KnowledgeBaseTool(documents, k=2).invoke("content") == (
+        "1. [a.txt] alpha secret content\n2. [b.txt] other content here"
+    )
+    assert len(KnowledgeBaseTool(documents, k=5).search("content")) == 3
+
+
+def test_a_link_inside_the_folder_does_not_repeat_its_target(tmp_path: Path) -> None:
+    folder = _folder(tmp_path)
+    (folder / "alias.md").symlink_to(folder / "notes.md")
+    assert (
+        KnowledgeBaseTool.from_folder(folder).invoke("vault code") == "1. [alias.md] The vault code is 4711."
+    )
+
+
+def test_coverage_does_not_count_a_repeated_passage() -> None:
+    # Without the copy of "products": ["products", "orders", "shipping"] (see above).
+    documents = [CATALOGUE[0], {**CATALOGUE[0], "source": "copy"}, *CATALOGUE[1:]]
+    query = "shipping cost for Rover X2 robots"
+    sources = [passage.source for _, passage in KnowledgeBaseTool(documents, k=3).search(query)]
+    assert sources == ["products", "orders", "shipping"]
+    # A query the results cover at once: the copy does not take the place of a third passage.
+    sources = [passage.source for _, passage in KnowledgeBaseTool(documents, k=3).search("Rover X2")]
+    assert len(sources) == 3 and "copy" not in sources

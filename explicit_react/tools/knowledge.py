@@ -69,33 +69,62 @@ def _english_stemmer() -> Any:
 
 
 _HEADING = re.compile(r"\A#{1,6}\s[^\n]*")
+MARKDOWN_SUFFIXES = (".md", ".markdown")
+# A file name's suffix: a dot, a letter, then letters or digits ("notes.txt"; not "v1.2" or "faq").
+_SUFFIX = re.compile(r"\.[^\W\d_]\w{0,9}\Z")
 
 
-def split_passages(text: str, max_chars: int) -> list[str]:
+def split_passages(text: str, max_chars: int, markdown: bool = True) -> list[str]:
     """Split text into passages of at most ``max_chars``: one per paragraph, long ones cut at sentences.
 
     Paragraphs are never packed together (neighbouring paragraphs are often about different
     things, and a passage that mixes them misleads a small model: "The Lumacrab costs 1270
-    dollars. The Tidewalker T9 costs 9400 dollars."). A Markdown heading line is kept with the
-    paragraph after it (the latest heading only), so a passage still says what it is about. A long
-    paragraph is cut at sentence breaks (then at word breaks), and its sentences are packed back up
-    to ``max_chars``.
+    dollars. The Tidewalker T9 costs 9400 dollars."). A long paragraph is cut at sentence breaks
+    (then at word breaks), and its sentences are packed back up to ``max_chars``. No text is lost.
+
+    In Markdown (``markdown``) a heading line is kept with the paragraph after it (the latest
+    heading only), so a passage still says what it is about: it starts every passage of that
+    paragraph (see ``_under_heading``). A heading with no paragraph under it (another heading or
+    the end follows) is a passage of its own. In plain text a line starting with ``#`` is ordinary
+    text ("# of units sold in 2023: 5120").
     """
     passages: list[str] = []
     heading = ""
     for block in re.split(r"\n\s*\n", text):
         block = block.strip()
-        if match := _HEADING.match(block):
-            heading = " ".join(match.group().split())[: max_chars // 2]
+        if markdown and (match := _HEADING.match(block)):
+            passages += _alone(heading, max_chars)
+            heading = " ".join(match.group().split())
             block = block[match.end() :]
         paragraph = " ".join(block.split())
         if not paragraph:
             continue
-        if heading and len(heading) + 1 + len(paragraph) <= max_chars:
-            paragraph = f"{heading} {paragraph}"
-        passages += _pack_sentences(paragraph, max_chars)
+        passages += _under_heading(heading, paragraph, max_chars)
         heading = ""
-    return passages
+    return passages + _alone(heading, max_chars)
+
+
+def _alone(heading: str, max_chars: int) -> list[str]:
+    """A heading with nothing under it as passages of its own (none for a bare "#")."""
+    return _pack_sentences(heading, max_chars) if heading.strip("# ") else []
+
+
+def _under_heading(heading: str, paragraph: str, max_chars: int) -> list[str]:
+    """``paragraph`` in passages, starting with ``heading`` where that costs no cut.
+
+    A heading and a paragraph that fit together are one passage. A paragraph that fits alone is
+    not cut to make room for its heading: the heading is then a passage of its own, before it (a
+    cut would part facts that the paragraph states together). A longer paragraph, cut anyway, is
+    cut into pieces that leave room for the heading, and each piece starts with it, so that the
+    second piece about "# Tidewalker T9" still names it; unless the heading is longer than half a
+    passage, which would leave too little room: it is then a passage of its own."""
+    if not heading:
+        return _pack_sentences(paragraph, max_chars)
+    if len(heading) + 1 + len(paragraph) <= max_chars:
+        return [f"{heading} {paragraph}"]
+    if len(paragraph) <= max_chars or len(heading) > max_chars // 2:
+        return _pack_sentences(heading, max_chars) + _pack_sentences(paragraph, max_chars)
+    return [f"{heading} {piece}" for piece in _pack_sentences(paragraph, max_chars - len(heading) - 1)]
 
 
 def _pack_sentences(paragraph: str, max_chars: int) -> list[str]:
@@ -128,11 +157,12 @@ def _cut_at_spaces(sentence: str, max_chars: int) -> list[str]:
     return pieces
 
 
-def _source_and_text(document: Any, number: int) -> tuple[str, str]:
-    """Accept a string, a mapping with content/page_content, or anything with ``page_content``."""
+def _source_and_text(document: Any, number: int) -> tuple[str, str, bool]:
+    """Accept a string, a mapping with content/page_content, or anything with ``page_content``:
+    its label (title and source), its text, and whether it is Markdown (``_is_markdown``)."""
     fallback = f"document {number}"
     if isinstance(document, str):
-        return fallback, document
+        return fallback, document, True
     if isinstance(document, Mapping):
         text = document.get("content", document.get("page_content"))
         metadata = document.get("metadata") or {}
@@ -146,17 +176,34 @@ def _source_and_text(document: Any, number: int) -> tuple[str, str]:
     source = document.get("source") if isinstance(document, Mapping) else None
     source = source or metadata.get("source")
     title = (document.get("title") if isinstance(document, Mapping) else None) or metadata.get("title")
+    markdown = _is_markdown(str(source or ""))
     if title and source:
-        return f"{title} ({source})", text
-    return str(title or source or fallback), text
+        return f"{title} ({source})", text, markdown
+    return str(title or source or fallback), text, markdown
+
+
+def _is_markdown(source: str) -> bool:
+    """Whether a document from ``source`` is read as Markdown (its ``#`` lines are headings).
+
+    Only a file name's suffix says what a document is: ".md" and ".markdown" are Markdown, any
+    other ("notes.txt", "data.csv") is plain text. A document without a source, or whose source
+    has no suffix ("faq", a title), is Markdown, as every document was before: a heading there
+    joins the paragraph under it, where in plain text it would be a passage of its own."""
+    suffix = _SUFFIX.search(source)
+    return suffix is None or suffix.group().lower() in MARKDOWN_SUFFIXES
 
 
 def passages_from(documents: Iterable[Any], max_chars: int) -> list[Passage]:
-    """Every document cut into passages, each labelled with its source."""
+    """Every document cut into passages, each labelled with its source.
+
+    A single document (a str, a mapping or a Document) is one document, not an iterable of them:
+    iterated, a string gave one passage per character."""
+    if isinstance(documents, str | Mapping) or hasattr(documents, "page_content"):
+        documents = [documents]
     passages = []
     for number, document in enumerate(documents, start=1):
-        source, text = _source_and_text(document, number)
-        passages += [Passage(source, piece) for piece in split_passages(text, max_chars)]
+        source, text, markdown = _source_and_text(document, number)
+        passages += [Passage(source, piece) for piece in split_passages(text, max_chars, markdown)]
     return passages
 
 
@@ -183,9 +230,11 @@ class KnowledgeBaseTool(BaseTool):
     passages: list[Passage] = Field(default_factory=list)
     _index: Any = PrivateAttr(default=None)
     _passage_words: list[frozenset[str]] = PrivateAttr(default_factory=list)
+    _first_copy: list[int] = PrivateAttr(default_factory=list)
 
     def __init__(self, documents: Iterable[Any] = (), **kwargs: Any) -> None:
-        """``documents``: strings, dicts (``content``/``page_content``, ``source``, ``title``) or Documents."""
+        """``documents``: strings, dicts (``content``/``page_content``, ``source``, ``title``) or
+        Documents; a single one of them is one document."""
         super().__init__(**kwargs)
         self.passages = self.passages + passages_from(documents, self.passage_chars)
 
@@ -228,7 +277,9 @@ class KnowledgeBaseTool(BaseTool):
 
         The results cover the query: a query word that some passage holds but none of the top ``k``
         does brings in its best passage, in place of the lowest-ranked result whose query words all
-        appear in other results (see ``_cover``)."""
+        appear in other results (see ``_cover``). A passage whose text repeats a better one's is left
+        out (a link and its target in a folder, repeated boilerplate): it would take a result's place
+        and add nothing."""
         words = tokenize(query)
         if not words or not self.passages:
             return []
@@ -238,6 +289,8 @@ class KnowledgeBaseTool(BaseTool):
             # BM25Plus rather than BM25Okapi: its IDF stays positive, so tiny corpora still rank.
             tokenized = [tokenize(passage.text) for passage in self.passages]
             self._passage_words = [frozenset(tokens) for tokens in tokenized]
+            first: dict[str, int] = {}
+            self._first_copy = [first.setdefault(p.text, i) for i, p in enumerate(self.passages)]
             self._index = BM25Plus(tokenized)
         # Each distinct word is scored once, times its count (a word no passage holds scores 0):
         # scoring the query word by word took seconds for a long query over 100,000 passages.
@@ -265,7 +318,11 @@ class KnowledgeBaseTool(BaseTool):
         passage for a common word is one of many and says little about the query. "Brun Bithshirk
         birth year" found three passages naming him (his birth year among them, written "born in
         1940"), and "year" swapped the one with the answer for another product's warranty.
-        ``rarer_than_held=False`` brings in any missing word, as before that was seen."""
+        ``rarer_than_held=False`` brings in any missing word, as before that was seen.
+
+        Of passages with the same text only the first in ``ranked`` counts: the others would fill
+        places with what a result already says."""
+        ranked = self._distinct(ranked)
         words_of = [self._passage_words[index] for index in ranked]
         chosen = list(range(min(self.k, len(ranked))))  # positions in ``ranked``, so sorted is best first
         idf = self._index.idf
@@ -289,6 +346,16 @@ class KnowledgeBaseTool(BaseTool):
                 break
             chosen = sorted([position for position in chosen if position != spare[-1]] + [carrier])
         return [ranked[position] for position in chosen]
+
+    def _distinct(self, ranked: list[int]) -> list[int]:
+        """``ranked`` without the passages whose text an earlier one in it has."""
+        seen: set[int] = set()
+        distinct = []
+        for index in ranked:
+            if (first := self._first_copy[index]) not in seen:
+                seen.add(first)
+                distinct.append(index)
+        return distinct
 
     def _run(self, query: str, run_manager: CallbackManagerForToolRun | None = None) -> str:
         query = checked_query(query, self.max_query_chars, "look up")
