@@ -5,7 +5,6 @@ from __future__ import annotations
 import ast
 import math
 import operator
-import re
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -15,13 +14,22 @@ from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field
 
 from explicit_react.policy import SOURCED_NUMBERS
+from explicit_react.tools._calc_text import (
+    CONSTANTS,
+    FUNCTIONS,
+    CalculationError,
+    Number,
+    drop_surplus_closing_parentheses,
+    operation_words_error,
+    without_thousands_separators,
+    without_unit,
+    words_error,
+)
+from explicit_react.tools._calc_text import MAX_ROUND_DIGITS as MAX_ROUND_DIGITS  # re-exported
 from explicit_react.tools._errors import Text, tool_error, validation_error_observation
-
-Number = int | float
 
 MAX_EXPRESSION_CHARS = 1_000
 MAX_INT_BITS = 4_000  # about 1,200 decimal digits: far beyond any real answer, still instant to compute
-MAX_ROUND_DIGITS = 1_300  # round(x, n) computes 10 ** abs(n) inside CPython: keep that power small
 
 _BINARY_OPERATORS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Add: operator.add,
@@ -36,31 +44,6 @@ _UNARY_OPERATORS: dict[type[ast.unaryop], Callable[[Any], Any]] = {
     ast.UAdd: operator.pos,
     ast.USub: operator.neg,
 }
-FUNCTIONS: dict[str, Callable[..., Any]] = {
-    "sqrt": math.sqrt,
-    "log": math.log,
-    "log10": math.log10,
-    "log2": math.log2,
-    "exp": math.exp,
-    "sin": math.sin,
-    "cos": math.cos,
-    "tan": math.tan,
-    "asin": math.asin,
-    "acos": math.acos,
-    "atan": math.atan,
-    "floor": math.floor,
-    "ceil": math.ceil,
-    "abs": abs,
-    "round": lambda value, digits=None: round(value, _round_digits(digits)),
-    "min": min,
-    "max": max,
-    "sum": lambda *values: sum(values),  # sum(140, 65, 38), as models write it
-}
-CONSTANTS: dict[str, float] = {"pi": math.pi, "e": math.e, "tau": math.tau}
-
-
-class CalculationError(ValueError):
-    """The expression is not supported arithmetic, or its result cannot be computed."""
 
 
 def evaluate(expression: str) -> Number:
@@ -70,17 +53,17 @@ def evaluate(expression: str) -> Number:
         raise CalculationError("empty expression; give an arithmetic expression such as 2 * (3 + 4)")
     if len(text) > MAX_EXPRESSION_CHARS:
         raise CalculationError(f"expression too long (over {MAX_EXPRESSION_CHARS} characters)")
-    text = _without_thousands_separators(_drop_surplus_closing_parentheses(text))
+    text = without_thousands_separators(drop_surplus_closing_parentheses(text))
     try:
         with warnings.catch_warnings():  # "12in * 3": Python warns of an invalid decimal literal on stderr
             warnings.simplefilter("ignore", SyntaxWarning)
             tree = ast.parse(text, mode="eval")
     except SyntaxError as exc:
-        if (unitless := _without_unit(text)) is not None:
+        if (unitless := without_unit(text)) is not None:
             return _evaluate_unitless(unitless, text)
         raise (
-            _operation_words_error(text)
-            or _words_error(text)
+            operation_words_error(text)
+            or words_error(text)
             or CalculationError(f"invalid expression ({exc.msg}): {text!r}")
         ) from None
     except (RecursionError, MemoryError):
@@ -88,9 +71,9 @@ def evaluate(expression: str) -> Number:
     try:
         return _Evaluator().visit(tree.body)
     except _UnknownName as exc:
-        if (unitless := _without_unit(text)) is not None:
+        if (unitless := without_unit(text)) is not None:
             return _evaluate_unitless(unitless, text)
-        raise _operation_words_error(text) or _words_error(text) or exc from None
+        raise operation_words_error(text) or words_error(text) or exc from None
     except CalculationError:
         raise
     except ZeroDivisionError:
@@ -103,149 +86,6 @@ def evaluate(expression: str) -> Number:
         raise CalculationError(f"cannot compute {text!r}: {exc}") from None
 
 
-_WORD = re.compile(r"[A-Za-z_][A-Za-z_]+")
-_KNOWN_NAMES = frozenset(name.lower() for name in (*FUNCTIONS, *CONSTANTS))
-_ANY_WORD = re.compile(r"[A-Za-z_]+")
-_NUMBER_AND_WORD = re.compile(
-    r"(?<![A-Za-z_\d.])((?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)[ \t]*"
-    r"((?:(?i:square|sq|cubic|cu)[ \t]+)?[A-Za-z]{2,})\b(?![ \t]*\()"
-)
-
-
-def _unit_words(text: str) -> frozenset[str]:
-    """The words of ``text``, separated by spaces."""
-    return frozenset(text.split())
-
-
-# The units dropped after a number, in lower case and the singular ("inches" and "centuries" are
-# found as "inch" and "century"): only words that are clearly a unit. Any other word stays and is
-# refused, since a word dropped as a unit must never change the result ("5 squared" was 5,
-# "3 thousand * 2 thousand" was 6, when every word of two letters or more counted as a unit).
-_LENGTH_UNITS = _unit_words(
-    "mm cm dm km in ft yd mi inch foot feet yard mile meter metre millimeter millimetre centimeter "
-    "centimetre kilometer kilometre"
-)
-_UNITS = _LENGTH_UNITS | _unit_words(
-    # mass
-    "mg kg lb lbs oz gram gramme milligram kilogram kilo tonne ton pound ounce stone "
-    # time
-    "ms sec min hr hrs yr yrs wk millisecond microsecond nanosecond second minute hour day week "
-    "fortnight month year decade century "
-    # volume and area
-    "ml cl dl cc qt tbsp tsp litre liter gallon gal pint quart cup barrel bbl acre hectare sqm sqft "
-    # temperature, data, frequency, energy, power, speed
-    "degree deg celsius fahrenheit kelvin bit byte kb mb gb tb pb kib mib gib tib kbps mbps gbps "
-    "hz khz mhz ghz watt kw kwh wh mah volt amp joule calorie cal kcal hp rpm mph kph kmh knot "
-    # money: currency words (those of the generated worlds too: crown, mark, florin, taler) and codes
-    "dollar buck cent penny pence euro quid yen yuan renminbi rupee franc peso krona kronor krone "
-    "kroner crown mark florin taler thaler guilder ruble rouble lira won rand dinar dirham shilling "
-    "usd eur gbp jpy cny rmb inr chf cad aud nzd sek nok dkk mxn brl rub krw zar hkd sgd "
-    # counts
-    "people person employee worker staff member customer user student resident inhabitant visitor "
-    "passenger item unit piece pcs box pack pair copy"
-)
-# Operations and scales in words, each with how to write it in symbols: they are never units.
-_OPERATION_WORDS: dict[str, str] = {
-    **dict.fromkeys(("squared", "square"), "5 squared is 5**2"),
-    **dict.fromkeys(("cubed", "cube"), "5 cubed is 5**3"),
-    **dict.fromkeys(("twice", "double", "doubled"), "twice 5 is 2*5"),
-    **dict.fromkeys(("thrice", "triple", "tripled"), "three times 5 is 3*5"),
-    **dict.fromkeys(("half", "halved", "halves"), "half of 5 is 5/2"),
-    **dict.fromkeys(("quarter", "quarters"), "a quarter of 5 is 5/4"),
-    "factorial": "5 factorial is 5*4*3*2*1",
-    **dict.fromkeys(("inverse", "reciprocal"), "the inverse of 5 is 1/5"),
-    **dict.fromkeys(("sqrt", "root"), "the square root of 16 is sqrt(16)"),
-    **dict.fromkeys(("hundred", "hundreds"), "3 hundred is 3*100"),
-    **dict.fromkeys(("thousand", "thousands", "grand"), "3 thousand is 3*1000"),
-    **dict.fromkeys(("million", "millions", "mn", "mln"), "3 million is 3*1000000"),
-    **dict.fromkeys(("billion", "billions", "bn"), "3 billion is 3*10**9"),
-    **dict.fromkeys(("trillion", "trillions"), "3 trillion is 3*10**12"),
-    **dict.fromkeys(("dozen", "dozens"), "3 dozen is 3*12"),
-    "lakh": "3 lakh is 3*100000",
-    "crore": "3 crore is 3*10000000",
-    **dict.fromkeys(("percent", "percentage", "pct"), "10 percent of 200 is 10/100*200"),
-    **dict.fromkeys(("times", "multiplied"), "3 times 4 is 3*4"),
-    "plus": "3 plus 4 is 3+4",
-    "minus": "3 minus 4 is 3-4",
-    **dict.fromkeys(("divided", "over"), "3 divided by 4 is 3/4"),
-    **dict.fromkeys(("mod", "modulo"), "7 modulo 3 is 7%3"),
-    **dict.fromkeys(("power", "pow"), "2 to the power 10 is 2**10"),
-}
-_WORD_NOT_CALLED = re.compile(r"(?<![A-Za-z_])[A-Za-z_]+(?![A-Za-z_]|[ \t]*\()")
-
-
-def _without_unit(text: str) -> str | None:
-    """``90 minutes - 38 minutes`` -> ``90 - 38``: the expression without its unit, when every word in
-    it is one known unit written right after a number; ``None`` when a word stands anywhere else, or
-    is not clearly a unit ("squared", "thousand", "percent", "robots"): a dropped word must never
-    change the result.
-
-    Small models write quantities with their units (Qwen2.5 1.5B: "(3 years - 2 years) * 12", "3.2
-    kg * 3", "1270 dollars * 3"); with a single unit the arithmetic is not in doubt. Two different
-    units are an error: converting them is the model's job, and guessing it here could be wrong. A
-    function's name written as a unit ("3 min") counts as a unit when no "(" follows it.
-    """
-    stripped, units = _units_dropped(text)
-    if not units or any(word.lower() not in _KNOWN_NAMES for word in _ANY_WORD.findall(stripped)):
-        return None
-    if len({_singular(unit, units) for unit in units}) > 1:
-        shown = ", ".join(dict.fromkeys(units))
-        raise CalculationError(
-            f"the expression mixes units ({shown} in {text!r}). Convert every value to one unit "
-            "first, then write the expression with the numbers alone"
-        )
-    return stripped
-
-
-def _units_dropped(text: str) -> tuple[str, list[str]]:
-    """``text`` without the known units written right after its numbers, and those units."""
-    units: list[str] = []
-
-    def drop(match: re.Match[str]) -> str:
-        if not _is_unit(match[2]):
-            return match[0]
-        units.append(" ".join(match[2].split()))
-        return match[1]
-
-    return _NUMBER_AND_WORD.sub(drop, text), units
-
-
-def _is_unit(written: str) -> bool:
-    """Whether ``written`` ("kg", "Minutes", "square kilometres") is clearly a unit: in ``_UNITS``,
-    singular or plural; after "square" or "cubic", a unit of length."""
-    *prefix, word = written.lower().split()
-    forms = {word, word.removesuffix("s"), word.removesuffix("es")}
-    if word.endswith("ies"):
-        forms.add(word[:-3] + "y")
-    return not forms.isdisjoint(_LENGTH_UNITS if prefix else _UNITS)
-
-
-def _operation_words_error(text: str) -> CalculationError | None:
-    """An error that names the operations or scales written in words ("5 squared", "3 thousand *
-    2") with how to write them in symbols, or ``None`` when there are none. Words that are part of
-    a unit ("300 square kilometres") and function calls ("sqrt(16)") are not operations in words."""
-    stripped, _ = _units_dropped(text)
-    words = dict.fromkeys(w for w in _WORD_NOT_CALLED.findall(stripped) if w.lower() in _OPERATION_WORDS)
-    if not words:
-        return None
-    examples = dict.fromkeys(_OPERATION_WORDS[word.lower()] for word in words)
-    return CalculationError(
-        f"the calculator reads operations and scales as symbols, not words ({', '.join(map(repr, words))} "
-        f"in {text!r}). Write them with symbols: {'; '.join(examples)}"
-    )
-
-
-def _singular(unit: str, units: list[str]) -> str:
-    """``unit`` in lower case, as its singular when that is also among ``units`` (years/year,
-    inches/inch); a singular of at least three letters, so "ms" is not the plural of "m"."""
-    word, seen = unit.lower(), {u.lower() for u in units}
-    for suffix in ("es", "s"):
-        stem = word.removesuffix(suffix)
-        if stem != word and len(stem) >= 3 and stem in seen:
-            return stem
-    return word
-
-
 def _evaluate_unitless(unitless: str, original: str) -> Number:
     """``unitless`` computed; an error names the ``original`` expression, as the model wrote it."""
     try:
@@ -254,79 +94,8 @@ def _evaluate_unitless(unitless: str, original: str) -> Number:
         raise CalculationError(str(exc).replace(repr(unitless), repr(original))) from None
 
 
-def _words_error(text: str) -> CalculationError | None:
-    """An error that says words stand where numbers belong ("Brisk Arm cost / Pellet cost",
-    "90 minutes / 38 minutes", as small models write), or ``None`` when there are no such words."""
-    words = list(dict.fromkeys(w for w in _WORD.findall(text) if w.lower() not in _KNOWN_NAMES))[:3]
-    if not words:
-        return None
-    return CalculationError(
-        f"the calculator takes numbers, not words or units ({', '.join(map(repr, words))} in {text!r}). "
-        "Find each value first, with another tool if needed, then write the expression with the numbers alone"
-    )
-
-
 class _UnknownName(CalculationError):
     """A name that is neither a constant nor a function."""
-
-
-def _drop_surplus_closing_parentheses(text: str) -> str:
-    """``(3 * 9400) * (1 - 0.08))`` -> ``(3 * 9400) * (1 - 0.08)``: only extra ``)`` at the very end.
-
-    Small models often close one parenthesis too many (Qwen2.5 1.5B did in a quarter of the
-    bench/eval questions); the meaning is not in doubt, so the slip should not cost a step.
-    """
-    surplus = text.count(")") - text.count("(")
-    if surplus > 0 and text.endswith(")" * surplus):
-        return text[:-surplus].rstrip()
-    return text
-
-
-_COMMA_TOKENS = re.compile(
-    r"(?P<call>[A-Za-z_]\w*\s*\()|(?P<open>\()|(?P<close>\))"
-    r"|(?P<grouped>(?<![\w.,])\d{1,3}(?:,\d{3})+(?!\w|,\d))"
-)
-
-
-def _without_thousands_separators(text: str) -> str:
-    """``1,595 + 663`` -> ``1595 + 663``: a number written with thousands separators (three digits
-    after each comma), as tool results and models write them, except inside a function call's
-    parentheses whose arguments are separated by bare commas (``max(1,595)`` stays two numbers).
-    In a call whose arguments are separated by a comma and a space, a comma without one is a
-    thousands separator: ``sum(1,595, 663)`` is 2258 (it was 1259, silently).
-
-    Outside a call such a comma could only make a tuple, which the calculator refuses anyway, so no
-    valid expression changes meaning.
-    """
-    calls: list[bool] = []  # for each open parenthesis: are its bare commas argument separators?
-    pieces: list[str] = []
-    position = 0
-    for match in _COMMA_TOKENS.finditer(text):
-        if match["call"] or match["open"]:
-            calls.append(match["call"] is not None and not _spaced_arguments(text, match.end()))
-        elif match["close"]:
-            if calls:
-                calls.pop()
-        elif not (calls and calls[-1]):
-            pieces += [text[position : match.start()], match[0].replace(",", "")]
-            position = match.end()
-    return "".join(pieces) + text[position:] if pieces else text
-
-
-def _spaced_arguments(text: str, start: int) -> bool:
-    """Whether the call whose arguments start at ``start`` separates them with a comma and a space."""
-    depth = 0
-    for index in range(start, len(text)):
-        char = text[index]
-        if char == "(":
-            depth += 1
-        elif char == ")":
-            if depth == 0:
-                return False
-            depth -= 1
-        elif char == "," and depth == 0 and text[index + 1 : index + 2].isspace():
-            return True
-    return False
 
 
 def format_number(value: Number) -> str:
@@ -405,18 +174,6 @@ def _check_power(base: Number, exponent: Number) -> None:
     integers = isinstance(base, int) and isinstance(exponent, int)
     if integers and exponent > 0 and abs(base) > 1 and exponent * math.log2(abs(base)) > MAX_INT_BITS:
         raise CalculationError("result too large (the power has more than about 1,200 digits)")
-
-
-def _round_digits(digits: Number | None) -> int | None:
-    """``round``'s second argument, refused when CPython would compute a huge power of ten for it
-    (``round(1, -10**9)`` ran for minutes, holding the GIL, where no timeout can stop it)."""
-    if digits is None:
-        return None
-    if not isinstance(digits, int):
-        raise CalculationError("round()'s second argument must be a whole number of digits")
-    if abs(digits) > MAX_ROUND_DIGITS:
-        raise CalculationError(f"round() to more than {MAX_ROUND_DIGITS:,} digits is not supported")
-    return digits
 
 
 def _checked(value: Number) -> Number:
