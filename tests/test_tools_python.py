@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from explicit_react.tools import PythonREPLTool
+from explicit_react.tools import PythonREPLTool, _sandbox
 from explicit_react.tools.python import sandbox_environment, strip_code_fence
 
 
@@ -125,6 +125,23 @@ def test_infinite_loop_is_killed_at_the_timeout() -> None:
     assert time.monotonic() - started < 3
 
 
+def test_output_printed_before_a_timeout_is_kept() -> None:
+    """Output is not left in the child's buffer when the child is killed (no flush=True needed)."""
+    tool = python_tool(timeout=1)
+    observation = tool.invoke("print('step 1 done: 42')\nwhile True:\n    pass")
+    assert observation.splitlines()[:2] == [
+        "Error: timed out after 1s; the process and its children were killed",
+        "step 1 done: 42",
+    ]
+    slept = asyncio.run(tool.ainvoke("import time\nprint('answer so far: 42')\ntime.sleep(30)"))
+    assert slept.splitlines()[1:2] == ["answer so far: 42"]
+
+
+def test_output_printed_before_a_crash_is_kept() -> None:
+    observation = FAST.invoke("print('before crash')\nimport ctypes\nctypes.string_at(0)")
+    assert observation == "Error: the process was killed by SIGSEGV\nbefore crash"
+
+
 def test_memory_bomb_is_stopped_by_the_limit() -> None:
     tool = python_tool(timeout=5, memory_limit_mb=200)
     observation = tool.invoke("chunks = []\nwhile True:\n    chunks.append(bytearray(50 * 1024 * 1024))")
@@ -201,6 +218,47 @@ def test_async_run_and_async_timeout() -> None:
     assert slow.startswith("Error: timed out after 0.5s")
 
 
+def test_async_output_is_cut_and_stderr_kept() -> None:
+    code = "import sys\nprint('x' * 100_000)\nprint('warn', file=sys.stderr)"
+    observation = asyncio.run(python_tool(timeout=5, max_output_chars=200).ainvoke(code))
+    assert observation.startswith("x" * 100)
+    assert observation.endswith("\n[... output cut: 100,001 bytes in all]\nstderr:\nwarn")
+    assert len(observation) <= 200
+
+
+@pytest.mark.parametrize("run", ["sync", "async"])
+def test_the_agent_does_not_wake_up_for_every_line_printed(run: str) -> None:
+    """The child's output is line-buffered: the agent reads it in batches, not a line at a time."""
+    tool, code = python_tool(timeout=30), "for i in range(10**6):\n    print(i)"
+    started = time.process_time()  # the CPU time of this process (the agent), all its threads
+    observation = tool.invoke(code) if run == "sync" else asyncio.run(tool.ainvoke(code))
+    assert observation.endswith("[... output cut: 6,888,890 bytes in all]")
+    assert time.process_time() - started < 0.3  # about 0.02 s; 0.5 to 1 s when woken for each line
+
+
 def test_empty_code_and_bad_arguments() -> None:
     assert FAST.invoke("```python\n```").startswith("Error: no code given")
     assert FAST.invoke({"source": "1"}).startswith("Error: invalid tool arguments")
+
+
+@pytest.mark.parametrize("surrogate", ["\ud800", "\udc80", "\udcff"])
+def test_code_that_is_not_valid_unicode_is_refused_by_the_argument_check(surrogate: str) -> None:
+    """Even the surrogates that stand for bytes (kept in file paths and contents) are no Python code:
+    the runner could not compile it."""
+    observation = FAST.invoke({"code": f"print('a{surrogate}b')"})
+    assert observation.startswith("Error: invalid tool arguments (code: Value error, position 8 holds")
+    assert "lone surrogate" in observation
+    assert "Traceback" not in observation
+
+
+@pytest.mark.parametrize("allow_unisolated", [False, True])
+def test_the_isolation_warning_points_at_the_line_that_creates_the_tool(
+    monkeypatch: pytest.MonkeyPatch, allow_unisolated: bool
+) -> None:
+    missing = _sandbox.Support(False, "bubblewrap (bwrap) is not installed")
+    monkeypatch.setattr(_sandbox, "support", lambda python: missing)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        PythonREPLTool(allow_unisolated=allow_unisolated)
+    assert [str(warning.message).split(":")[0] for warning in caught] == ["python_repl cannot isolate code"]
+    assert caught[0].filename == __file__

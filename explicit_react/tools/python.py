@@ -35,18 +35,25 @@ from functools import cache
 from pathlib import Path
 from typing import IO, Any
 
+import langchain_core
+import pydantic
 from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackManagerForToolRun
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field
 
 from explicit_react.deadline import abandoned
 from explicit_react.tools import _sandbox, _seccomp
-from explicit_react.tools._errors import FileText, tool_error, validation_error_observation
+from explicit_react.tools._errors import Text, tool_error, validation_error_observation
 
 RUNNER = Path(__file__).with_name("_python_child.py")
 SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH")  # as redaction.py
 PASSED_ENVIRONMENT = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
 TRACEBACK_LINES = 12
+READ_SIZE = 65536
+# The child's output is line-buffered. A read this small means it writes little at a time: the pump
+# then lets the output gather in the pipe for a moment rather than waking up (and taking the GIL)
+# for every line. A child that writes fast fills larger reads and is never held back.
+SMALL_READ, GATHER_SECONDS = 4096, 0.002
 
 _FENCE = re.compile(r"^\s*```[ \t]*(?:python3?|py)?[ \t]*\n(?P<code>.*?)(?:\n?```\s*)?$", re.DOTALL)
 
@@ -74,7 +81,9 @@ def sandbox_environment(home: str, extra: Mapping[str, str] = {}) -> dict[str, s
 class PythonInput(BaseModel):
     """Arguments of the Python tool."""
 
-    code: FileText = Field(description="Python code to run; print() what you want to see")
+    # Text, not FileText: the surrogates that stand for bytes that are not UTF-8 are no Python code
+    # (the child could not compile it), so they are refused with the other lone surrogates.
+    code: Text = Field(description="Python code to run; print() what you want to see")
 
 
 class PythonREPLTool(BaseTool):
@@ -127,7 +136,8 @@ class PythonREPLTool(BaseTool):
                 else "calls are refused; pass allow_unisolated=True to run code without isolation"
             )
             warnings.warn(
-                f"python_repl cannot isolate code: {found.description}; {consequence}", stacklevel=2
+                f"python_repl cannot isolate code: {found.description}; {consequence}",
+                stacklevel=_caller_stacklevel(),
             )
 
     @property
@@ -167,15 +177,27 @@ class PythonREPLTool(BaseTool):
 
     async def _arun(self, code: str, run_manager: AsyncCallbackManagerForToolRun | None = None) -> str:
         with self._sandbox(code) as run:
+            # stdout and stderr are read in threads, as _run reads them: an asyncio pipe would wake
+            # the event loop for every line the child prints.
+            (stdout, stdout_end), (stderr, stderr_end) = os.pipe(), os.pipe()
             try:
-                process = await asyncio.create_subprocess_exec(*run.command, **run.popen_options())
-            except OSError as exc:
-                raise tool_error(f"could not start Python: {exc}") from None
-            assert process.stdin and process.stdout and process.stderr
+                process = await asyncio.create_subprocess_exec(
+                    *run.command, **{**run.popen_options(), "stdout": stdout_end, "stderr": stderr_end}
+                )
+            except BaseException as exc:
+                os.close(stdout)
+                os.close(stderr)
+                if isinstance(exc, OSError):
+                    raise tool_error(f"could not start Python: {exc}") from None
+                raise
+            finally:
+                os.close(stdout_end)
+                os.close(stderr_end)
+            assert process.stdin
             pumps = [
                 asyncio.ensure_future(_awrite_all(process.stdin, run.source)),
-                asyncio.ensure_future(_apump(process.stdout, run.stdout)),
-                asyncio.ensure_future(_apump(process.stderr, run.stderr)),
+                _pump_in_thread(stdout, run.stdout),
+                _pump_in_thread(stderr, run.stderr),
             ]
             try:
                 await asyncio.wait_for(process.wait(), self.timeout)
@@ -216,6 +238,23 @@ class PythonREPLTool(BaseTool):
                 warnings.warn(f"python_repl could not delete its working folder {scratch}", stacklevel=2)
 
 
+_LIBRARY_FOLDERS = tuple(
+    os.path.dirname(module.__file__ or "") + os.sep for module in (pydantic, langchain_core)
+)
+
+
+def _caller_stacklevel() -> int:
+    """The ``stacklevel`` that makes the warning of the function calling this one name the code that
+    created the tool, past this module's, pydantic's and LangChain's frames (pydantic calls
+    ``model_post_init`` from its own). ``skip_file_prefixes`` would do it from Python 3.12 on."""
+    level, frame = 1, sys._getframe(1)
+    while frame.f_back is not None and (
+        frame.f_code.co_filename == __file__ or frame.f_code.co_filename.startswith(_LIBRARY_FOLDERS)
+    ):
+        level, frame = level + 1, frame.f_back
+    return level
+
+
 @cache
 def _runner_source() -> str:
     return RUNNER.read_text(encoding="utf-8")
@@ -239,8 +278,10 @@ class _Capture:
 def _pump(stream: IO[bytes] | None, capture: _Capture) -> None:
     assert stream is not None
     with contextlib.suppress(OSError, ValueError):
-        while chunk := stream.read1(65536):  # type: ignore[attr-defined]
+        while chunk := stream.read1(READ_SIZE):  # type: ignore[attr-defined]
             capture.add(chunk)
+            if len(chunk) < SMALL_READ:
+                time.sleep(GATHER_SECONDS)
 
 
 def _write_all(stream: IO[bytes] | None, data: bytes) -> None:
@@ -250,9 +291,25 @@ def _write_all(stream: IO[bytes] | None, data: bytes) -> None:
         stream.close()
 
 
-async def _apump(stream: asyncio.StreamReader, capture: _Capture) -> None:
-    while chunk := await stream.read(65536):
-        capture.add(chunk)
+def _pump_in_thread(fd: int, capture: _Capture) -> asyncio.Future[None]:
+    """Read the pipe ``fd`` into ``capture`` (and close it) in a thread; the future is done at its end."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[None] = loop.create_future()
+
+    def finish() -> None:
+        if not done.done():
+            done.set_result(None)
+
+    def pump() -> None:
+        try:
+            with open(fd, "rb") as stream:
+                _pump(stream, capture)
+        finally:
+            with contextlib.suppress(RuntimeError):  # the event loop is closed: nobody waits any more
+                loop.call_soon_threadsafe(finish)
+
+    threading.Thread(target=pump, daemon=True).start()
+    return done
 
 
 async def _awrite_all(stream: asyncio.StreamWriter, data: bytes) -> None:
