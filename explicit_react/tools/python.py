@@ -11,8 +11,8 @@ runs as the agent's user, with only the limits below: treat that as no security 
 Always: a fresh interpreter per call (``python -I``), a wall-clock ``timeout``, memory, CPU and
 file-size limits per process (``setrlimit``), an environment holding only what Python needs
 (nothing named like a secret), output read through pipes the agent holds and cut to
-``max_output_chars``, and at the end (or when the agent stops waiting) every process the call
-started is killed and the working folder deleted.
+``max_output_chars`` (``_child_pipes.py``), and at the end (or when the agent stops waiting) every
+process the call started is killed and the working folder deleted.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import langchain_core
 import pydantic
@@ -43,17 +43,20 @@ from pydantic import BaseModel, Field
 
 from explicit_react.deadline import abandoned
 from explicit_react.tools import _sandbox, _seccomp
+from explicit_react.tools._child_pipes import (
+    Capture,
+    awrite_all,
+    head_text,
+    pump_in_thread,
+    pump_pipe,
+    tail_text,
+    write_all,
+)
 from explicit_react.tools._errors import Text, tool_error, validation_error_observation
 
 RUNNER = Path(__file__).with_name("_python_child.py")
 SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH")  # as redaction.py
 PASSED_ENVIRONMENT = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
-TRACEBACK_LINES = 12
-READ_SIZE = 65536
-# The child's output is line-buffered. A read this small means it writes little at a time: the pump
-# then lets the output gather in the pipe for a moment rather than waking up (and taking the GIL)
-# for every line. A child that writes fast fills larger reads and is never held back.
-SMALL_READ, GATHER_SECONDS = 4096, 0.002
 
 _FENCE = re.compile(r"^\s*```[ \t]*(?:python3?|py)?[ \t]*\n(?P<code>.*?)(?:\n?```\s*)?$", re.DOTALL)
 
@@ -156,9 +159,9 @@ class PythonREPLTool(BaseTool):
             except OSError as exc:
                 raise tool_error(f"could not start Python: {exc}") from None
             pumps = [
-                threading.Thread(target=_write_all, args=(process.stdin, run.source), daemon=True),
-                threading.Thread(target=_pump, args=(process.stdout, run.stdout), daemon=True),
-                threading.Thread(target=_pump, args=(process.stderr, run.stderr), daemon=True),
+                threading.Thread(target=write_all, args=(process.stdin, run.source), daemon=True),
+                threading.Thread(target=pump_pipe, args=(process.stdout, run.stdout), daemon=True),
+                threading.Thread(target=pump_pipe, args=(process.stderr, run.stderr), daemon=True),
             ]
             for pump in pumps:
                 pump.start()
@@ -195,9 +198,9 @@ class PythonREPLTool(BaseTool):
                 os.close(stderr_end)
             assert process.stdin
             pumps = [
-                asyncio.ensure_future(_awrite_all(process.stdin, run.source)),
-                _pump_in_thread(stdout, run.stdout),
-                _pump_in_thread(stderr, run.stderr),
+                asyncio.ensure_future(awrite_all(process.stdin, run.source)),
+                pump_in_thread(stdout, run.stdout),
+                pump_in_thread(stderr, run.stderr),
             ]
             try:
                 await asyncio.wait_for(process.wait(), self.timeout)
@@ -260,65 +263,6 @@ def _runner_source() -> str:
     return RUNNER.read_text(encoding="utf-8")
 
 
-class _Capture:
-    """What one output pipe delivered: the first ``head`` bytes, the last ``tail`` bytes and the
-    total; the rest is read and dropped, so the child never blocks and the agent never fills up."""
-
-    def __init__(self, head: int, tail: int) -> None:
-        self.head, self.tail, self.total = bytearray(), bytearray(), 0
-        self._head_size, self._tail_size = head, tail
-
-    def add(self, chunk: bytes) -> None:
-        self.total += len(chunk)
-        if len(self.head) < self._head_size:
-            self.head += chunk[: self._head_size - len(self.head)]
-        self.tail = (self.tail + chunk)[-self._tail_size :]
-
-
-def _pump(stream: IO[bytes] | None, capture: _Capture) -> None:
-    assert stream is not None
-    with contextlib.suppress(OSError, ValueError):
-        while chunk := stream.read1(READ_SIZE):  # type: ignore[attr-defined]
-            capture.add(chunk)
-            if len(chunk) < SMALL_READ:
-                time.sleep(GATHER_SECONDS)
-
-
-def _write_all(stream: IO[bytes] | None, data: bytes) -> None:
-    assert stream is not None
-    with contextlib.suppress(OSError, ValueError):
-        stream.write(data)
-        stream.close()
-
-
-def _pump_in_thread(fd: int, capture: _Capture) -> asyncio.Future[None]:
-    """Read the pipe ``fd`` into ``capture`` (and close it) in a thread; the future is done at its end."""
-    loop = asyncio.get_running_loop()
-    done: asyncio.Future[None] = loop.create_future()
-
-    def finish() -> None:
-        if not done.done():
-            done.set_result(None)
-
-    def pump() -> None:
-        try:
-            with open(fd, "rb") as stream:
-                _pump(stream, capture)
-        finally:
-            with contextlib.suppress(RuntimeError):  # the event loop is closed: nobody waits any more
-                loop.call_soon_threadsafe(finish)
-
-    threading.Thread(target=pump, daemon=True).start()
-    return done
-
-
-async def _awrite_all(stream: asyncio.StreamWriter, data: bytes) -> None:
-    with contextlib.suppress(OSError, ConnectionError):
-        stream.write(data)
-        await stream.drain()
-        stream.close()
-
-
 @dataclass
 class _SandboxRun:
     """One call: its scratch folder, its command, its captured output and how to end it."""
@@ -330,8 +274,8 @@ class _SandboxRun:
     cgroup: _sandbox.Cgroup | None
     seccomp_fd: int | None = None
     timed_out: bool = False
-    stdout: _Capture = field(init=False)
-    stderr: _Capture = field(init=False)
+    stdout: Capture = field(init=False)
+    stderr: Capture = field(init=False)
     workdir: Path = field(init=False)
 
     @property
@@ -341,7 +285,7 @@ class _SandboxRun:
     def __post_init__(self) -> None:
         limit = self.tool.max_output_chars * 4 + 4
         # stderr keeps a longer tail: the error line the headline shows may itself be long.
-        self.stdout, self.stderr = _Capture(limit, limit), _Capture(limit, max(limit, 65536))
+        self.stdout, self.stderr = Capture(limit, limit), Capture(limit, max(limit, 65536))
         self.workdir = _sandbox.prepare_workdir(self.scratch) if self.isolated else self.scratch / "work"
         self.workdir.mkdir(exist_ok=True)
 
@@ -392,7 +336,7 @@ class _SandboxRun:
         """Error headline (if any), then stdout, then the last lines of stderr; never longer than
         ``max_output_chars``."""
         limit = self.tool.max_output_chars
-        stderr = _tail_text(self.stderr, limit // 3)
+        stderr = tail_text(self.stderr, limit // 3)
         headline = self._failure(returncode, stderr)
         parts = []
         if headline:
@@ -400,7 +344,7 @@ class _SandboxRun:
         if stderr and not (headline and stderr.strip() == headline):
             parts.append(stderr if stderr.startswith("Traceback") else f"stderr:\n{stderr}")
         room = limit - sum(len(part) + 1 for part in parts)
-        stdout = _head_text(self.stdout, room)
+        stdout = head_text(self.stdout, room)
         if stdout:
             parts.insert(1 if headline else 0, stdout)
         observation = "\n".join(parts) if parts else "(no output; print() the values you want to see)"
@@ -441,22 +385,3 @@ def _signal_name(number: int) -> str:
         return signal.Signals(number).name
     except ValueError:
         return f"signal {number}"
-
-
-def _head_text(capture: _Capture, max_chars: int) -> str:
-    """The start of the output, with a marker (counted in ``max_chars``) when it was cut."""
-    text = bytes(capture.head).decode("utf-8", "replace")
-    if len(text) <= max_chars and capture.total <= len(capture.head):
-        return text.rstrip("\n")
-    marker = f"\n[... output cut: {capture.total:,} bytes in all]"
-    return text[: max(0, max_chars - len(marker))] + marker if max_chars > len(marker) else ""
-
-
-def _tail_text(capture: _Capture, max_chars: int) -> str:
-    """The last lines of the output (a traceback ends with the error), each line cut at its end and
-    whole lines dropped from the front to fit ``max_chars``."""
-    text = bytes(capture.tail).decode("utf-8", "replace")
-    lines = [line[:max_chars] for line in text.rstrip("\n").splitlines()[-TRACEBACK_LINES:]]
-    while lines and sum(len(line) + 1 for line in lines) - 1 > max_chars:
-        lines.pop(0)
-    return "\n".join(lines)
