@@ -17,9 +17,16 @@ import inspect
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, TypeVar
 
-from explicit_react.deadline import acall_in_thread, acall_with_timeout, call_in_daemon, call_with_timeout
+from explicit_react.deadline import (
+    acall_in_thread,
+    acall_with_timeout,
+    call_in_daemon,
+    call_with_timeout,
+    cancelled_when_abandoned,
+)
 from explicit_react.types import current_run
 
 T = TypeVar("T")
@@ -153,7 +160,7 @@ def _perform(request: Call | Sleep | Notify, progress: _Progress) -> None:
     of it), goes to the machine."""
     try:
         if isinstance(request, Call):
-            progress.reply = call_with_timeout(request.blocking, request.timeout)
+            progress.reply = call_with_timeout(partial(_completed, request.blocking), request.timeout)
         elif isinstance(request, Sleep):
             time.sleep(request.seconds)
         else:
@@ -219,6 +226,16 @@ async def arun(machine: Machine[T]) -> T:
             if isinstance(request, _REQUESTS):
                 await _aperform(request, progress)
     return progress.value
+
+
+def _completed(blocking: Callable[[], Any]) -> Any:
+    """``blocking()``, from sync code; an awaitable it returns (a plain callable that is an ``async
+    def`` model) is run to completion here, within the call's timeout, and cancelled if the call is
+    given up (``_acall_blocking`` awaits it on the caller's loop instead)."""
+    value = blocking()
+    if inspect.isawaitable(value):
+        return run_to_completion(cancelled_when_abandoned(value))
+    return value
 
 
 async def _acall_blocking(request: Call) -> Any:

@@ -17,7 +17,7 @@ from langchain_core.tools import BaseTool, StructuredTool, Tool, tool
 from pydantic import ValidationError
 
 from explicit_react import drivers
-from explicit_react.deadline import CallTimedOut, Deadline, DeadlineExceeded, cancelled_when_abandoned
+from explicit_react.deadline import CallTimedOut, Deadline, DeadlineExceeded
 from explicit_react.drivers import Call, Machine
 from explicit_react.errors import ConfigurationError, raised_by_callback_handler
 from explicit_react.prompt import ToolSpec
@@ -327,12 +327,9 @@ def _has_native_async(t: BaseTool) -> bool:
 
 def _run_sync(t: BaseTool, tool_input: Any, callbacks: Callbacks, extra: dict[str, Any]) -> Any:
     if isinstance(t, (StructuredTool, Tool)) and t.func is None and t.coroutine is not None:  # async-only
-        # cancelled, as under arun, when the call is given up (timed out, out of time, Ctrl-C)
-        return drivers.run_to_completion(
-            cancelled_when_abandoned(
-                t.arun(tool_input, callbacks=callbacks, tool_call_id=_call_id(t), **extra)
-            )
-        )
+        # the coroutine: the sync driver runs it to completion and cancels it, as under arun, when
+        # the call is given up (timed out, out of time, Ctrl-C)
+        return t.arun(tool_input, callbacks=callbacks, tool_call_id=_call_id(t), **extra)
     return t.run(tool_input, callbacks=callbacks, tool_call_id=_call_id(t), **extra)
 
 

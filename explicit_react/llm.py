@@ -10,7 +10,7 @@ import random
 import re
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from typing import Any
@@ -21,13 +21,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig, RunnableLambda
 
 from explicit_react import drivers
-from explicit_react.deadline import (
-    CallTimedOut,
-    Deadline,
-    DeadlineExceeded,
-    acall_in_thread,
-    cancelled_when_abandoned,
-)
+from explicit_react.deadline import CallTimedOut, Deadline, DeadlineExceeded
 from explicit_react.drivers import Call, Machine, Sleep
 from explicit_react.errors import ConfigurationError, ModelCallError, raised_by_callback_handler
 from explicit_react.parser import OBSERVATION
@@ -194,8 +188,7 @@ class ModelAdapter:
         llm = self._llm
         if not self._runnable:
             plain = [dict(m) for m in messages]
-            awaited = partial(llm, plain) if self._native else partial(_areply, llm, plain)
-            return Call(partial(_reply, llm, plain), awaited, timeout)
+            return Call(partial(llm, plain), partial(llm, plain) if self._native else None, timeout)
         prompt: Any = _as_prompt(messages) if self._is_llm else to_langchain(messages)
         config = RunnableConfig(callbacks=callbacks)
         kwargs = {"stop": self.stop or None} if self._takes_stop else {}
@@ -375,22 +368,6 @@ def has_native_async(llm: Any) -> bool:
     if isinstance(llm, RunnableLambda):
         return hasattr(llm, "afunc")
     return True
-
-
-def _reply(llm: Callable[[list[dict[str, str]]], Any], messages: list[dict[str, str]]) -> Any:
-    """A plain callable's reply, from sync code: an awaitable it returns (an ``async def`` model) is
-    run to completion here, so within the call's timeout, and cancelled if the call is given up."""
-    reply = llm(messages)
-    if inspect.isawaitable(reply):
-        return drivers.run_to_completion(cancelled_when_abandoned(reply))
-    return reply
-
-
-async def _areply(llm: Callable[[list[dict[str, str]]], Any], messages: list[dict[str, str]]) -> Any:
-    """A plain callable's reply, from async code: the call in a daemon thread, and an awaitable it
-    returns awaited on the caller's event loop."""
-    reply = await acall_in_thread(partial(llm, messages), None)
-    return await reply if inspect.isawaitable(reply) else reply
 
 
 def _is_async_callable(fn: Any) -> bool:
