@@ -320,9 +320,9 @@ class KnowledgeBaseTool(BaseTool):
         1940"), and "year" swapped the one with the answer for another product's warranty.
         ``rarer_than_held=False`` brings in any missing word, as before that was seen.
 
-        Of passages with the same text only the first in ``ranked`` counts: the others would fill
-        places with what a result already says."""
-        ranked = self._distinct(ranked)
+        Of passages with the same text only the first copy counts (the same text scores the same, so
+        it is also the first in ``ranked``): the others would fill places with what a result says."""
+        ranked = [index for index in ranked if self._first_copy[index] == index]
         words_of = [self._passage_words[index] for index in ranked]
         chosen = list(range(min(self.k, len(ranked))))  # positions in ``ranked``, so sorted is best first
         idf = self._index.idf
@@ -346,16 +346,6 @@ class KnowledgeBaseTool(BaseTool):
                 break
             chosen = sorted([position for position in chosen if position != spare[-1]] + [carrier])
         return [ranked[position] for position in chosen]
-
-    def _distinct(self, ranked: list[int]) -> list[int]:
-        """``ranked`` without the passages whose text an earlier one in it has."""
-        seen: set[int] = set()
-        distinct = []
-        for index in ranked:
-            if (first := self._first_copy[index]) not in seen:
-                seen.add(first)
-                distinct.append(index)
-        return distinct
 
     def _run(self, query: str, run_manager: CallbackManagerForToolRun | None = None) -> str:
         query = checked_query(query, self.max_query_chars, "look up")
