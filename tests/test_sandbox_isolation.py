@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from explicit_react.tools import _sandbox, _seccomp
+from tests.test_security import FORKS_SIXTY
 from tests.test_tools_python import python_tool
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -251,20 +252,7 @@ def test_a_non_root_agent_without_a_cgroup_limits_the_number_of_processes(
     unprivileged: tuple[list[str], Path],
 ) -> None:
     user, folder = unprivileged
-    code = """
-import os, time
-started = 0
-for _ in range(60):
-    try:
-        pid = os.fork()
-    except OSError:
-        break
-    if pid == 0:
-        time.sleep(3)
-        os._exit(0)
-    started += 1
-print('started', started)
-"""
+    code = FORKS_SIXTY
     script = (
         NO_CGROUP
         + f"""

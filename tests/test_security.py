@@ -257,9 +257,7 @@ print('survived', survived)
     assert survived <= 1, observation
 
 
-@needs_isolation
-def test_the_number_of_processes_is_limited() -> None:
-    code = """
+FORKS_SIXTY = """
 import os, time
 started = 0
 for _ in range(60):
@@ -273,6 +271,12 @@ for _ in range(60):
     started += 1
 print('started', started)
 """
+"""Code that starts up to 60 processes that each live 3 s, and prints how many it started."""
+
+
+@needs_isolation
+def test_the_number_of_processes_is_limited() -> None:
+    code = FORKS_SIXTY
     observation = python_tool(timeout=20, max_processes=10).invoke(code)
     assert observation.startswith("started ")
     assert int(observation.split()[1]) < 10
