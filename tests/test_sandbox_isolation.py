@@ -41,6 +41,14 @@ ADD_KEY, REQUEST_KEY, KEYCTL = KEYRING_SYSCALLS or (0, 0, 0)
 KEYCTL_JOIN_SESSION_KEYRING, KEYCTL_UNLINK, KEYCTL_SEARCH, KEYCTL_READ = 1, 9, 10, 11
 SESSION_KEYRING, USER_KEYRING = -3, -4
 CTYPES = "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+READ_AGENT_CREDENTIAL = f"""
+{CTYPES}
+key = libc.syscall({KEYCTL}, {KEYCTL_SEARCH}, {SESSION_KEYRING}, b"user", b"agent_credential", 0)
+buffer = ctypes.create_string_buffer(256)
+size = libc.syscall({KEYCTL}, {KEYCTL_READ}, key, buffer, 256)
+print("read", buffer.raw[:max(size, 0)], ctypes.get_errno())
+"""
+"""Code that reads the key "agent_credential" from the session keyring, and prints the bytes and errno."""
 
 
 def agent(script: str, *, user: list[str] | None = None, env: dict[str, str] | None = None) -> str:
@@ -77,14 +85,7 @@ def test_the_agents_session_keyring_cannot_be_read() -> None:
     """systemd, pam_keyinit and Docker give every process a session keyring; a credential the agent's
     environment keeps there must not reach the sandbox, which inherits the keyring from the agent."""
     canary = f"sk-canary-{uuid.uuid4().hex}"
-    code = f"""
-{CTYPES}
-key = libc.syscall({KEYCTL}, {KEYCTL_SEARCH}, {SESSION_KEYRING}, b"user", b"agent_credential", 0)
-buffer = ctypes.create_string_buffer(256)
-size = libc.syscall({KEYCTL}, {KEYCTL_READ}, key, buffer, 256)
-print("read", buffer.raw[:max(size, 0)], ctypes.get_errno())
-print("listed", "agent_credential" in open("/proc/keys").read())
-"""
+    code = READ_AGENT_CREDENTIAL + 'print("listed", "agent_credential" in open("/proc/keys").read())\n'
     # The agent (a child process, so this test process keeps its own keyring) joins a new session
     # keyring and stores the credential in it, as a login or a service manager would have.
     script = f"""
@@ -109,13 +110,7 @@ print("listed", "agent_credential" in open("/proc/keys").read())
 def test_an_unisolated_child_cannot_read_the_agents_session_keyring() -> None:
     """Where the sandbox is not available (here forced), the child still gets the keyring filter."""
     canary = f"sk-canary-{uuid.uuid4().hex}"
-    code = f"""
-{CTYPES}
-key = libc.syscall({KEYCTL}, {KEYCTL_SEARCH}, {SESSION_KEYRING}, b"user", b"agent_credential", 0)
-buffer = ctypes.create_string_buffer(256)
-size = libc.syscall({KEYCTL}, {KEYCTL_READ}, key, buffer, 256)
-print("read", buffer.raw[:max(size, 0)], ctypes.get_errno())
-"""
+    code = READ_AGENT_CREDENTIAL
     script = f"""
         import json, warnings
         {CTYPES.replace(chr(10), chr(10) + " " * 8)}
