@@ -349,8 +349,9 @@ def test_a_folder_left_behind_is_reported(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setattr(_sandbox, "remove_folder", lambda folder: remove(folder) and False)  # "it failed"
     with pytest.warns(
         UserWarning, match="python_repl could not delete its working folder .*explicit_react_python_"
-    ):
+    ) as warned:
         assert python_tool(timeout=10).invoke("print('ran')") == "ran"
+    assert Path(warned[0].filename).parts[-2:] == ("tools", "python.py")  # not contextlib's exit
 
 
 # The private /tmp ------------------------------------------------------------------------------------

@@ -142,6 +142,15 @@ def test_output_printed_before_a_crash_is_kept() -> None:
     assert observation == "Error: the process was killed by SIGSEGV\nbefore crash"
 
 
+def test_code_the_parser_cannot_hold_is_named_without_the_runners_frames() -> None:
+    observation = FAST.invoke("-" * 200_000 + "1")  # CPython's parser runs out of memory on this
+    assert observation.startswith(
+        "Error: MemoryError: the code is too long or too deeply nested to compile (the memory limit is"
+    )
+    assert "Traceback" not in observation and "<string>" not in observation
+    assert observation.count("too deeply nested") == 1  # the headline, not again as stderr
+
+
 def test_memory_bomb_is_stopped_by_the_limit() -> None:
     tool = python_tool(timeout=5, memory_limit_mb=200)
     observation = tool.invoke("chunks = []\nwhile True:\n    chunks.append(bytearray(50 * 1024 * 1024))")

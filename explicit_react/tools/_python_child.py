@@ -83,6 +83,14 @@ def main() -> int:
     except SyntaxError:
         traceback.print_exc(limit=0)
         return 1
+    except (
+        MemoryError,
+        RecursionError,
+    ) as error:  # the parser's own limits: this runner's frames say nothing
+        print(
+            f"{type(error).__name__}: the code is too long or too deeply nested to compile", file=sys.stderr
+        )
+        return 1
     final_expression = None
     if module.body and isinstance(last := module.body[-1], ast.Expr):
         module.body.pop()

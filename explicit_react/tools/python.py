@@ -238,7 +238,8 @@ class PythonREPLTool(BaseTool):
             if cgroup is not None:
                 cgroup.remove()
             if not _sandbox.remove_folder(scratch):
-                warnings.warn(f"python_repl could not delete its working folder {scratch}", stacklevel=2)
+                # Named at this line: the caller's frame is contextlib's exit, no place to look at.
+                warnings.warn(f"python_repl could not delete its working folder {scratch}", stacklevel=1)
 
 
 _LIBRARY_FOLDERS = tuple(
@@ -341,7 +342,7 @@ class _SandboxRun:
         parts = []
         if headline:
             parts.append(f"Error: {headline}"[: limit // 3])
-        if stderr and not (headline and stderr.strip() == headline):
+        if stderr and not (headline and headline.startswith(stderr.strip())):  # not one line already shown
             parts.append(stderr if stderr.startswith("Traceback") else f"stderr:\n{stderr}")
         room = limit - sum(len(part) + 1 for part in parts)
         stdout = head_text(self.stdout, room)
