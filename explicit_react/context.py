@@ -10,8 +10,13 @@ The context (``read_context``), alone or mixed in a list: a string (kept whole),
 ``Document``s (their ``page_content`` and ``metadata["source"]``), ``BaseMessage`` history
 (``HumanMessage``, ``AIMessage``...: conversation turns), dicts (documents
 ``{"content"|"page_content", "source"?}`` or chat turns ``{"role", "content"}``), ``(role,
-content)`` pairs, and strings in a list (one document each). Anything else is a
-``ConfigurationError`` that names its type.
+content)`` pairs (tuples, or two-item lists as JSON has them, inside the context list), and
+strings in a list (one document each). A turn's role is a non-empty string; anything else, and a
+context of any other type, is a ``ConfigurationError`` that names what it got.
+
+Documents and turns are outside text: in the prompt, their lines that could pass for the agent's
+own (a ``Thought:``, ``Final Answer:``, ``User:`` or ``[2]`` line) are marked with ``> `` in
+front (``untrusted.mark_lines``). The free text is the caller's own and is kept as written.
 
 The output (``result_to_output``): the Runnable's output dict for a run's result, with the answer
 as an ``AIMessage`` too when the input was a ``MessagesState``, so a graph can append it.
@@ -29,6 +34,7 @@ from langchain_core.prompt_values import PromptValue
 
 from explicit_react.errors import ConfigurationError
 from explicit_react.types import AgentResult
+from explicit_react.untrusted import PROTOCOL_LABELS, mark_lines
 
 _ROLES = {
     "human": "User",
@@ -40,6 +46,8 @@ _ROLES = {
     "function": "Tool",
 }
 """Message types and chat roles, as the conversation in the prompt names them."""
+_SECTIONS = ("Context", "Documents", "Conversation so far")
+"""The headings the prompt's context is written under."""
 
 
 @dataclass(frozen=True)
@@ -64,16 +72,25 @@ class Context:
 
     def render(self, *, with_documents: bool = True) -> str:
         """The prompt text: the free text, the numbered documents with their sources, then the
-        conversation; without the documents when ``with_documents`` is false (they are searched)."""
+        conversation; without the documents when ``with_documents`` is false (they are searched).
+
+        In a document or a turn, a line that starts with a label of the ReAct format, a speaker,
+        a heading of this context or a ``[n]`` document marker is marked (module docstring)."""
         parts = [self.text.strip()] if self.text.strip() else []
+        labels = (*PROTOCOL_LABELS, *_SECTIONS, *_ROLES, *_ROLES.values(), *(who for who, _ in self.turns))
+
+        def outside(text: str) -> str:
+            return mark_lines(text, labels, document_markers=True)
+
         if self.documents and with_documents:
             lines = (
-                f"[{i}] {f'(source: {d.source}) ' if d.source else ''}{d.content.strip()}"
+                f"[{i}] {f'(source: {d.source}) ' if d.source else ''}{outside(d.content.strip())}"
                 for i, d in enumerate(self.documents, 1)
             )
             parts.append("Documents:\n" + "\n".join(lines))
         if self.turns:
-            parts.append("Conversation so far:\n" + "\n".join(f"{who}: {said}" for who, said in self.turns))
+            said = "\n".join(f"{who}: {outside(text)}" for who, text in self.turns)
+            parts.append(f"Conversation so far:\n{said}")
         return "\n\n".join(parts)
 
 
@@ -83,7 +100,9 @@ def read_context(context: Any) -> Context:
         return Context()
     if isinstance(context, str):
         return Context(text=context)
-    if isinstance(context, (Mapping, BaseMessage, Document)) or _is_pair(context):
+    if isinstance(context, (Mapping, BaseMessage, Document)) or (
+        isinstance(context, tuple) and _is_pair(context)
+    ):
         context = [context]
     if not isinstance(context, Iterable) or isinstance(context, (bytes, bytearray)):
         raise ConfigurationError(_unsupported(context))
@@ -94,10 +113,14 @@ def read_context(context: Any) -> Context:
             calls = getattr(item, "tool_calls", None)
             turns.append((_speaker(item.type), item.text.strip() or _called(calls)))
         elif _is_pair(item):
-            turns.append((_speaker(item[0]), str(item[1]).strip()))
+            turns.append((_speaker(item[0]), _text(item[1]).strip()))
         elif isinstance(item, Mapping) and "role" in item and "content" in item:
             said = _text(item["content"]).strip() or _called(item.get("tool_calls"))
-            turns.append((_speaker(str(item["role"])), said))
+            turns.append((_speaker(item["role"]), said))
+        elif isinstance(item, (tuple, list)) and len(item) == 2 and isinstance(item[0], str):
+            raise ConfigurationError(
+                f"a (role, content) pair in the context needs one of the roles {', '.join(_ROLES)}; got {item[0]!r}"
+            )
         elif isinstance(item, str):
             documents.append(ContextDocument(item))
         else:
@@ -116,7 +139,9 @@ def _document(item: Any) -> ContextDocument:
         if content is None:  # {"content": None, "page_content": "..."}: the text is in page_content
             content = item.get("page_content")
         metadata = _metadata(item.get("metadata"))
-        source = item.get("source") or metadata.get("source")
+        source = item.get("source")
+        if source is None:
+            source = metadata.get("source")
     elif isinstance(getattr(item, "page_content", None), str):  # a Document, or one from another library
         content, metadata = item.page_content, _metadata(getattr(item, "metadata", None))
         source = metadata.get("source")
@@ -127,7 +152,8 @@ def _document(item: Any) -> ContextDocument:
             "a context dict needs a 'content' or 'page_content' that is not None, or 'role' and 'content':"
             f" got keys {sorted(map(str, item))}"
         )
-    return ContextDocument(_text(content), str(source) if source else "")
+    # On one line: the source is shown in the document's first line, "[1] (source: ...)".
+    return ContextDocument(_text(content), "" if source is None else " ".join(str(source).split()))
 
 
 def _metadata(metadata: Any) -> Mapping[str, Any]:
@@ -142,7 +168,15 @@ def _metadata(metadata: Any) -> Mapping[str, Any]:
     return metadata
 
 
-def _speaker(role: str) -> str:
+def _speaker(role: Any) -> str:
+    """The name a turn's ``role`` has in the prompt: ``User``, ``Assistant``... or the role itself,
+    capitalised and on one line. A role that is not a non-empty string is refused, not guessed: a
+    turn given to the wrong speaker would put words in someone's mouth."""
+    if not isinstance(role, str) or not role.strip():
+        raise ConfigurationError(
+            f"a chat turn's role must be a non-empty string such as 'user' or 'assistant'; got {role!r}"
+        )
+    role = " ".join(role.split())
     return _ROLES.get(role.lower(), role.capitalize())
 
 
@@ -175,15 +209,20 @@ def _called(tool_calls: Any) -> str:
 
 
 def _is_pair(item: Any) -> bool:
+    """A ``(role, content)`` turn: a tuple, or a two-item list (JSON has no tuples), with a known role."""
     return (
-        isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str) and item[0].lower() in _ROLES
+        isinstance(item, (tuple, list))
+        and len(item) == 2
+        and isinstance(item[0], str)
+        and item[0].strip().lower() in _ROLES
     )
 
 
 def _unsupported(item: Any) -> str:
     return (
         f"context of type {type(item).__name__} is not supported: pass a string, LangChain Documents or "
-        "messages, dicts ({'content', 'source'} documents or {'role', 'content'} turns), or a list of these"
+        "messages, dicts ({'content', 'source'} documents or {'role', 'content'} turns), (role, content) pairs,"
+        " or a list of these"
     )
 
 

@@ -24,14 +24,21 @@ CONTEXT_SEARCH = "knowledge_search"
 
 
 def describe_step(number: int, step: Step) -> str:
-    """A step as one readable line for the ``steps`` list of ``answer()``."""
-    observation = truncate_middle(" ".join(step.observation.split()), 300)
+    """A step as one readable line for the ``steps`` list of ``answer()``: the thought, the call and
+    its result each with their white space runs (line breaks too) made one space, the result cut
+    to about 300 characters in the middle."""
+    observation = _one_line(truncate_middle(_one_line(step.observation), 300))
     if step.error == "answer_check":  # a Final Answer sent back by check_answer=True, with why
         return f"Step {number}: the Final Answer was sent back -> {observation}"
     if not step.action:
         return f"Step {number}: the reply could not be read -> {observation}"
-    thought = f"Thought: {step.thought} | " if step.thought else ""
-    return f"Step {number}: {thought}Action: {step.action}({format_tool_input(step.action_input)}) -> {observation}"
+    thought = f"Thought: {_one_line(step.thought)} | " if step.thought.strip() else ""
+    call = f"{_one_line(step.action)}({_one_line(format_tool_input(step.action_input))})"
+    return f"Step {number}: {thought}Action: {call} -> {observation}"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
 
 
 class GeneralQAAgent:
@@ -74,6 +81,19 @@ class GeneralQAAgent:
         ``context``: a string, LangChain ``Document``s (a retriever's output), messages, dicts, or a
         list mixing them (see ``explicit_react.context``). Many or long documents are searched through
         a ``knowledge_search`` tool instead of being pasted into the prompt."""
+        agent, text = self.prepare(context)
+        return self.to_response(agent.run(query, text))
+
+    async def aanswer(self, query: str, context: Any = None) -> dict[str, Any]:
+        """``answer()`` for an event loop: the same context handling and the same dict, with the
+        model and tools called asynchronously (``arun``), so the loop goes on serving others."""
+        agent, text = self.prepare(context)
+        return self.to_response(await agent.arun(query, text))
+
+    def prepare(self, context: Any = None) -> tuple[ExplicitReActAgent, str]:
+        """The agent to run and the context's prompt text, as ``answer()`` uses them: the latest
+        turns that fit, and many or long documents (or a long string) in a ``knowledge_search``
+        tool of that agent instead of the prompt. Raises ``ConfigurationError`` for a bad context."""
         parts = read_context(context)
         if len(parts.text) > MAX_INLINE_CHARS:  # a long string is searched like a long document
             parts = dataclasses.replace(
@@ -89,8 +109,7 @@ class GeneralQAAgent:
             agent = self._agent_for(documents)
             note = ("System", f"{len(documents)} documents are searchable with {CONTEXT_SEARCH}.")
             parts = dataclasses.replace(parts, documents=(), turns=(*parts.turns, note))
-        result = agent.run(query, parts.render())
-        return self.to_response(result)
+        return agent, parts.render()
 
     @staticmethod
     def to_response(result: AgentResult) -> dict[str, Any]:

@@ -9,10 +9,15 @@ adds one key, ``listener_error``: ``"ExceptionType: message"``. A
 itself is not being cancelled is that question's failure; cancelling the batch still cancels it.
 One question's failure never costs the others their answers.
 
+A ``GeneralQAAgent`` answers too: then a question is a string or ``{"input", "context"?}`` (``query``
+and ``question`` are accepted for ``input``), and a record is its ``answer()`` dict, the same
+large-context handling included, or a failure record of those keys (``records.answer_one_qa``).
+Anything else is a ``ConfigurationError`` before any question runs.
+
 On Ray each worker is an actor that calls ``agent_factory()`` once, so the model and the tools are
 created on the worker (a factory is pickled by reference, a model instance would be pickled whole),
 and answers its share of the questions ``concurrency`` at a time through ``abatch``. Ray is an
-optional extra (``pip install explicit-react[ray]``), imported only when ``answer_on_ray`` runs.
+optional extra (``pip install explicit-react[ray]``), imported only when ``answer_on_ray`` is called.
 
 The records are made in ``records``; here the Ray workers are created and killed, and in ``ray_workers``
 they are counted, waited for and sent their chunks.
@@ -22,7 +27,9 @@ from __future__ import annotations
 
 import reprlib
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from functools import partial
+from types import ModuleType
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig, RunnableLambda
@@ -30,8 +37,9 @@ from langchain_core.runnables import RunnableConfig, RunnableLambda
 from explicit_react import options, ray_workers
 from explicit_react.agent import AgentInput, ExplicitReActAgent
 from explicit_react.errors import ConfigurationError
+from explicit_react.qa import GeneralQAAgent
 from explicit_react.ray_workers import RaySendError
-from explicit_react.records import answer_one, failure_record
+from explicit_react.records import answer_one, answer_one_qa, failure_record
 
 __all__ = [
     "AgentFactory",
@@ -43,12 +51,12 @@ __all__ = [
     "failure_record",
 ]
 
-AgentFactory = Callable[[], ExplicitReActAgent]
+AgentFactory = Callable[[], ExplicitReActAgent | GeneralQAAgent]
 """A picklable callable (a module-level function, a class, a ``functools.partial``) that builds the agent."""
 
 
 async def aanswer_all(
-    agent: ExplicitReActAgent,
+    agent: ExplicitReActAgent | GeneralQAAgent,
     questions: Sequence[AgentInput],
     *,
     concurrency: int = 8,
@@ -56,14 +64,28 @@ async def aanswer_all(
 ) -> list[dict[str, Any]]:
     """Answer ``questions`` (strings or ``{"input", "context"}`` dicts), ``concurrency`` at a time,
     through ``abatch``; one record per question, in order (see the module docstring)."""
+    answer_with = _answerer(agent)
     questions = _question_list(questions)
     options.count("concurrency", concurrency, minimum=1)
 
     async def answer(question: AgentInput, config: RunnableConfig) -> dict[str, Any]:
-        return await answer_one(agent, question, config)
+        return await answer_with(question, config)
 
     batch_config: RunnableConfig = {**(config or {}), "max_concurrency": concurrency}
     return await RunnableLambda(answer, name="answer_one").abatch(questions, batch_config)
+
+
+def _answerer(agent: Any) -> Callable[[Any, RunnableConfig], Awaitable[dict[str, Any]]]:
+    """How ``agent`` answers one question as a record; anything but the two agents is refused."""
+    if isinstance(agent, GeneralQAAgent):
+        return partial(answer_one_qa, agent)
+    if isinstance(agent, ExplicitReActAgent):
+        return partial(answer_one, agent)
+    raise ConfigurationError(
+        "the scale helpers answer with an ExplicitReActAgent (records: AgentResult.to_dict()) or a"
+        f" GeneralQAAgent (records: its answer() dicts); got {type(agent).__name__}. For another"
+        " Runnable, use its abatch()"
+    )
 
 
 def _question_list(questions: Any) -> list[AgentInput]:
@@ -85,6 +107,7 @@ class AgentWorker:
 
     def __init__(self, agent_factory: AgentFactory) -> None:
         self.agent = agent_factory()
+        _answerer(self.agent)  # a factory that builds something else fails here, before any question
 
     def ready(self) -> bool:
         """Returns once the agent is built (a factory that raised makes this call raise)."""
@@ -113,13 +136,22 @@ def answer_on_ray(
     ``{"num_cpus": 1, "max_concurrency": 1}``: one chunk at a time per actor; add
     ``max_restarts``/``max_task_retries`` to survive lost nodes, or ``runtime_env``).
 
-    ``questions``, ``workers``, ``concurrency`` and ``chunk_size`` are checked here, at the call
-    (``ConfigurationError``); nothing else starts until the first record is asked for, and the
-    actors end with the iteration. Answering starts once the workers the cluster has room for are
+    ``agent_factory()`` may build an ``ExplicitReActAgent`` or a ``GeneralQAAgent`` (records as in
+    ``aanswer_all``). ``questions``, ``workers``, ``concurrency`` and ``chunk_size`` are checked
+    here, at the call, and so are that Ray is installed and that ``agent_factory`` is a callable
+    rather than an agent (``ConfigurationError``); nothing else starts until the first record is
+    asked for (no question: no record, and Ray is not started), and the actors end with the
+    iteration. Answering starts once the workers the cluster has room for are
     up (more than it holds: a ``RuntimeWarning``, and the others join if room frees up). A factory
     that fails on them raises, before any question is sent; a chunk lost to a crashed worker, or a
     question Ray cannot pickle, gives failure records, and the rest go on.
     """
+    ray = _import_ray()
+    if isinstance(agent_factory, (ExplicitReActAgent, GeneralQAAgent)) or not callable(agent_factory):
+        raise ConfigurationError(
+            "agent_factory must be a function (or class) that builds the agent on each worker, not"
+            f" {type(agent_factory).__name__}: a model built here would be pickled whole, if it can be"
+        )
     questions = _question_list(questions)
     options.count("concurrency", concurrency, minimum=1)
     options.count("workers", workers, minimum=1, none_means="as many as the cluster holds")
@@ -127,18 +159,30 @@ def answer_on_ray(
     size = size or 4 * concurrency
     chunks = [questions[i : i + size] for i in range(0, len(questions), size)]
     per_actor = {"num_cpus": 1, "max_concurrency": 1, **(actor_options or {})}
-    return _answer_on_ray(chunks, agent_factory, workers, concurrency, per_actor)
+    return _answer_on_ray(ray, chunks, agent_factory, workers, concurrency, per_actor)
+
+
+def _import_ray() -> ModuleType:
+    """The ``ray`` module, or a ``ConfigurationError`` that says how to install it."""
+    try:
+        import ray
+    except ModuleNotFoundError as exc:
+        if exc.name != "ray":  # Ray is there but one of its own imports failed: that error says more
+            raise
+        raise ConfigurationError(
+            "answer_on_ray needs Ray, which is not installed: pip install 'explicit-react[ray]'"
+        ) from exc
+    return ray
 
 
 def _answer_on_ray(
+    ray: Any,
     chunks: list[list[AgentInput]],
     agent_factory: AgentFactory,
     workers: int | None,
     concurrency: int,
     per_actor: dict[str, Any],
 ) -> Iterator[dict[str, Any]]:
-    import ray
-
     if not chunks:
         return
     if not ray.is_initialized():

@@ -16,6 +16,7 @@ from typing import Any
 
 from explicit_react.parser import ACTION, ACTION_INPUT, OBSERVATION, THOUGHT
 from explicit_react.types import Step, call_signature
+from explicit_react.untrusted import mark_lines
 
 
 @dataclass(frozen=True)
@@ -51,14 +52,18 @@ def format_tool_input(tool_input: Any) -> str:
 
 
 def render_step(step: Step) -> str:
-    """One step in the exact format the model is asked to write."""
+    """One step in the exact format the model is asked to write.
+
+    A tool's output is outside text: its lines that start with a label of the format (a forged
+    ``Final Answer:``) are marked (``untrusted.mark_lines``), every other line is kept as it is.
+    The observation of a step with no action is the agent's own feedback, shown as written."""
     if not step.action:  # the reply could not be parsed: show it, then what was wrong
         return f"{step.log.strip()}\n{OBSERVATION}: {step.observation}"
     lines = [f"{THOUGHT}: {step.thought}"] if step.thought else []
     lines += [
         f"{ACTION}: {step.action}",
         f"{ACTION_INPUT}: {format_tool_input(step.action_input)}",
-        f"{OBSERVATION}: {step.observation}",
+        f"{OBSERVATION}: {mark_lines(step.observation)}",
     ]
     return "\n".join(lines)
 
@@ -108,8 +113,9 @@ def render_findings(steps: Sequence[Step], limits: ScratchpadLimits | None = Non
     Each distinct successful call once, as ``tool: input`` over its result, without the Thoughts and
     the refused repeats around it (a small model copied those instead of answering); then the calls
     that failed, one line each, so the answer can say what could not be found. As in ``render``, the
-    latest ``keep_recent`` results are shown whole (each cut to ``max_observation_chars``), older
-    ones in one line each, and past ``max_summary_lines`` only counted.
+    latest ``keep_recent`` results are shown whole (each cut to ``max_observation_chars``, lines
+    that start with a label of the format marked), older ones in one line each, and past
+    ``max_summary_lines`` only counted.
     """
     limits = limits or ScratchpadLimits()
     worked: dict[str, Step] = {}
@@ -127,7 +133,9 @@ def render_findings(steps: Sequence[Step], limits: ScratchpadLimits | None = Non
     if older:
         parts.append(_one_line_each(f"Earlier results ({len(older)}):", older, limits))
     for step in recent:
-        result = truncate_middle(step.observation.strip(), limits.max_observation_chars)
+        result = mark_lines(
+            truncate_middle(step.observation.strip(), limits.max_observation_chars), first_line=True
+        )
         parts.append(f"{_call(step, limits)}\n{result or '(empty result)'}")
     if failed:
         parts.append(_one_line_each("These calls failed:", list(failed.values()), limits))

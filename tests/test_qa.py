@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -152,3 +153,80 @@ def test_a_long_conversation_keeps_its_latest_turns_within_the_inline_limit() ->
     assert "turn 1999:" in prompt and "turn 0:" not in prompt
     assert len(prompt) < MAX_INLINE_CHARS + 5_000
     assert "earlier turns of the conversation are left out" in prompt
+
+
+def test_each_readable_step_is_one_line() -> None:
+    @tool
+    def fetch(url: str) -> str:
+        """Fetch a page."""
+        return "word\n" * 200
+
+    replies = [action("fetch", '{"url": "http://x",\n "note": "a\\nb"}', thought="get it\nnow"), final("ok")]
+    response = GeneralQAAgent(ScriptedChatModel(replies), [fetch]).answer("q?")
+    [line] = response["steps"]
+    assert "\n" not in line
+    assert line.startswith("Step 1: Thought: get it now | Action: fetch(")
+    assert "word [... " in line and " characters cut ...] word" in line
+
+
+def _qa(replies: list[str], **kwargs: object) -> tuple[GeneralQAAgent, ScriptedChatModel]:
+    model = ScriptedChatModel(replies)
+    return GeneralQAAgent(model, [search], **kwargs), model
+
+
+TIMINGS = {"llm_seconds", "tool_seconds", "duration"}
+
+
+def test_aanswer_returns_what_answer_returns() -> None:
+    replies = [action("search", "population of Paris"), final("About 2.1 million.")]
+    context = [{"role": "user", "content": "We talk about Paris."}]
+    sync_qa, sync_model = _qa(replies)
+    async_qa, async_model = _qa(replies)
+    expected = sync_qa.answer("How many people live in Paris?", context)
+    got = asyncio.run(async_qa.aanswer("How many people live in Paris?", context))
+    for response in (expected, got):  # the same but for the timings
+        response.pop("elapsed_seconds")
+        response["detailed_steps"] = [
+            {k: v for k, v in s.items() if k not in TIMINGS} for s in response["detailed_steps"]
+        ]
+    assert got == expected and got["answer"] == "About 2.1 million."
+    assert [c.prompt for c in async_model.calls] == [c.prompt for c in sync_model.calls]
+
+
+def test_aanswer_searches_many_documents_as_answer_does() -> None:
+    documents = [{"content": f"Fact {i}: the code word {i} is word{i}."} for i in range(12)]
+    qa, model = _qa([action("knowledge_search", "code word 7"), final("word7")])
+    response = asyncio.run(qa.aanswer("What is code word 7?", documents))
+    assert "- knowledge_search:" in model.calls[0].prompt and "Fact 3" not in model.calls[0].prompt
+    assert response["answer"] == "word7" and "word7" in response["detailed_steps"][0]["observation"]
+
+
+def test_aanswer_leaves_the_event_loop_free_while_a_tool_waits() -> None:
+    arrived = 0
+    both_in = asyncio.Event()
+
+    @tool
+    async def meet(name: str) -> str:
+        """Wait until both questions are in their tool call."""
+        nonlocal arrived
+        arrived += 1
+        if arrived == 2:
+            both_in.set()
+        await both_in.wait()  # a blocked loop never lets the second question arrive
+        return f"met {name}"
+
+    async def both() -> list[dict[str, object]]:
+        qa_a = GeneralQAAgent(ScriptedChatModel([action("meet", "a"), final("a")]), [meet])
+        qa_b = GeneralQAAgent(ScriptedChatModel([action("meet", "b"), final("b")]), [meet])
+        return await asyncio.wait_for(asyncio.gather(qa_a.aanswer("a?"), qa_b.aanswer("b?")), timeout=30)
+
+    first, second = asyncio.run(both())
+    assert (first["answer"], second["answer"]) == ("a", "b")
+    assert first["detailed_steps"][0]["observation"] == "met a"
+
+
+def test_aanswer_refuses_a_bad_context_before_any_model_call() -> None:
+    qa, model = _qa([])
+    with pytest.raises(ConfigurationError, match="role"):
+        asyncio.run(qa.aanswer("q?", [{"role": None, "content": "x"}]))
+    assert model.calls == []

@@ -1,0 +1,60 @@
+"""Marks the lines of outside text (documents, chat turns, tool output) that could pass for the agent's own.
+
+The prompt shows the run as lines that start with a label (``Question:``, ``Thought:``,
+``Action:``, ``Action Input:``, ``Observation:``, ``Final Answer:``) and the context as ``[n]``
+documents and ``Speaker:`` turns. A document or a tool's output can hold such lines too; shown as
+they are, they would read as a step the agent took, an answer it gave, or a turn someone said. So
+a line of outside text that starts with one of them (after white space, and markdown's ``*``,
+``_``, ``#``, ``` ` ``` or ``~``, in any case) gets ``> `` in front, the way a quoted line is
+written. Every other line is left exactly as it is: ordinary text renders byte for byte the same.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from functools import lru_cache
+
+from explicit_react.labels import ACTION, ACTION_INPUT, FINAL_ANSWER, OBSERVATION, THOUGHT
+
+QUESTION = "Question"
+"""The label of the question in the prompt (``prompts/question.txt``)."""
+PROTOCOL_LABELS = (QUESTION, THOUGHT, ACTION, ACTION_INPUT, OBSERVATION, FINAL_ANSWER)
+"""The labels of the ReAct format the prompt shows the run in."""
+MARK = "> "
+"""What a marked line starts with."""
+
+# Every line break str.splitlines() knows: a model's tokenizer may read any of them as one.
+_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+_INVISIBLE = "\u200b-\u200d\u2060\ufeff"  # zero-width spaces and joiners
+# One starred union each (no two stars side by side): a long run of spaces is read once, not per split.
+_LEAD = rf"(?:[^\S{_BREAKS}]|[*_#`~{_INVISIBLE}])*"
+_COLON = rf"(?:[^\S{_BREAKS}]|[*_`~{_INVISIBLE}])*:"
+_DOCUMENT_MARKER = r"\[[ \t]*\d+[ \t]*\]"
+
+
+def mark_lines(
+    text: str,
+    labels: Iterable[str] = PROTOCOL_LABELS,
+    *,
+    document_markers: bool = False,
+    first_line: bool = False,
+) -> str:
+    """``text`` with ``MARK`` in front of each line that starts with one of ``labels`` and a colon
+    (or with ``[n]`` when ``document_markers``). The first line is left alone unless
+    ``first_line``: it usually follows a label of the agent's own (``Observation: ``)."""
+    longest_first = tuple(sorted(set(labels), key=lambda label: (-len(label), label)))
+    pattern = _pattern(longest_first, document_markers, first_line)
+    return pattern.sub(MARK, text) if pattern is not None else text
+
+
+@lru_cache(maxsize=64)
+def _pattern(labels: tuple[str, ...], document_markers: bool, first_line: bool) -> re.Pattern[str] | None:
+    words = [r"[ \t]+".join(map(re.escape, label.split())) for label in labels if label.strip()]
+    starts = [rf"(?:{'|'.join(words)}){_COLON}"] if words else []
+    if document_markers:
+        starts.append(_DOCUMENT_MARKER)
+    if not starts:
+        return None
+    line_start = rf"(?:\A|(?<=[{_BREAKS}]))" if first_line else rf"(?<=[{_BREAKS}])"
+    return re.compile(rf"{line_start}(?={_LEAD}(?:{'|'.join(starts)}))", re.IGNORECASE)
