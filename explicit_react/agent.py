@@ -180,7 +180,7 @@ class ExplicitReActAgent(ReActLoop, Runnable[AgentInput, dict[str, Any]]):
         name = config.get("run_name") or self.get_name()
         parts = (self.model.llm, self.final_model.llm, *self.tools)
         manager, callbacks = yield from chain_run.start(config, configure, inputs, name, parts)
-        run = self.new_run(question, context, manager, callbacks)
+        run = self.new_run(question, context, manager, callbacks, config)
         try:
             yield from self.steps(run)
         except GeneratorExit as exc:  # the caller stopped reading the stream: the chain run ends here

@@ -5,25 +5,32 @@ timeouts and retries for transient errors."""
 from __future__ import annotations
 
 import copy
-import inspect
+import errno
 import random
 import re
-import sys
+import socket
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.callbacks import Callbacks
-from langchain_core.language_models import BaseChatModel, BaseLLM
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
-from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig, RunnableLambda
+from langchain_core.runnables import Runnable, RunnableConfig
 
 from explicit_react import drivers
 from explicit_react.deadline import CallTimedOut, Deadline, DeadlineExceeded
 from explicit_react.drivers import Call, Machine, Sleep
 from explicit_react.errors import ConfigurationError, ModelCallError, raised_by_callback_handler
+from explicit_react.model_kind import (
+    async_only,
+    has_native_async,
+    is_async_callable,
+    reads_text,
+    takes_stop,
+    with_bound_stops,
+)
 from explicit_react.parser import OBSERVATION
 from explicit_react.prompt import Message
 from explicit_react.redaction import error_message
@@ -41,6 +48,12 @@ _TRANSIENT_NAMES = re.compile(
     r"Connect|Overloaded|InternalServer|ServerError|DeadlineExceeded|Aborted|RemoteProtocol",
     re.IGNORECASE,
 )
+# How the text of a failed name lookup or a missing route reads, for errors that carry no cause.
+_NO_ROUTE = re.compile(
+    r"Name or service not known|nodename nor servname|Temporary failure in name resolution|"
+    r"getaddrinfo failed|No address associated with hostname|Network is unreachable",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -55,13 +68,41 @@ class Completion:
 
 
 def is_transient(exc: BaseException) -> bool:
-    """True for errors worth retrying: rate limits, timeouts, dropped connections, 5xx."""
+    """True for errors worth retrying: rate limits, timeouts, dropped connections, 5xx (the
+    error's ``status_code`` or ``code``, or its HTTP response's: httpx, requests). A server that
+    cannot be reached at all (``unreachable``) is not: a retry seconds later fails the same way."""
+    if unreachable(exc):
+        return False
     if isinstance(exc, (ConnectionError, TimeoutError)):
         return True
     status = getattr(exc, "status_code", None) or getattr(exc, "code", None)
+    if not isinstance(status, int):
+        status = getattr(getattr(exc, "response", None), "status_code", None)
     if isinstance(status, int) and (status == 429 or 500 <= status < 600):
         return True
     return any(_TRANSIENT_NAMES.search(cls.__name__) for cls in type(exc).__mro__)
+
+
+def unreachable(exc: BaseException) -> bool:
+    """Whether ``exc`` (or an error in its chain) says the model's server cannot be reached at all:
+    its name did not resolve (``socket.gaierror``: no network, no DNS, a wrong host) or the network
+    has no route (``ENETUNREACH``). Offline, such a call fails at once, every time, so it is not
+    retried: the run ends with "cannot reach the model's server (no network?)" in seconds."""
+    seen: set[int] = set()
+    error: BaseException | None = exc
+    while error is not None and id(error) not in seen and len(seen) < 16:
+        seen.add(id(error))
+        if isinstance(error, socket.gaierror):
+            return True
+        if isinstance(error, OSError) and error.errno == errno.ENETUNREACH:
+            return True
+        try:
+            if _NO_ROUTE.search(str(error)):
+                return True
+        except Exception:  # a library's broken __str__
+            pass
+        error = error.__cause__ or error.__context__
+    return False
 
 
 def cut_invented_observation(text: str) -> str:
@@ -155,8 +196,8 @@ class ModelAdapter:
             )
         if max_retries < 0:
             raise ConfigurationError("max_retries must not be negative")
-        self.llm = llm
         self.stop = list(stop)
+        self.llm = llm
         self.timeout = timeout
         self.max_retries = max_retries
         self.retry_backoff = retry_backoff
@@ -169,11 +210,15 @@ class ModelAdapter:
     @llm.setter
     def llm(self, llm: Any) -> None:
         self._llm = llm
-        # What every call needs to know about the model, found here once rather than at each call.
-        self._runnable = isinstance(llm, Runnable)
-        self._native = has_native_async(llm) if self._runnable else _is_async_callable(llm)
-        self._is_llm = isinstance(llm, BaseLLM)
-        self._takes_stop = self._is_llm or isinstance(llm, BaseChatModel)
+        # What every call needs to know about the model (beneath LangChain's wrappers: model_kind),
+        # found here once rather than at each call.
+        self._runnable = runnable = isinstance(llm, Runnable)
+        self._native = has_native_async(llm) if runnable else is_async_callable(llm)
+        self._async_only = runnable and async_only(llm)
+        self._is_llm = runnable and reads_text(llm)
+        # No stop keyword at all when there is none to send: a stop of None replaces a bound one.
+        stops = with_bound_stops(self.stop, llm) if runnable and self.stop and takes_stop(llm) else []
+        self._stop_kwargs = {"stop": stops} if stops else {}
 
     def with_llm(self, llm: Any) -> ModelAdapter:
         """The same settings around another model (for example the same model with another grammar)."""
@@ -182,17 +227,27 @@ class ModelAdapter:
         return other
 
     # One call, no retries -----------------------------------------------------------------
-    def _request(self, messages: Sequence[Message], callbacks: Callbacks, timeout: float | None) -> Call:
+    def _request(
+        self,
+        messages: Sequence[Message],
+        callbacks: Callbacks,
+        timeout: float | None,
+        run: RunnableConfig | None,
+    ) -> Call:
         """One call to the model as a driver request: ``invoke`` and, where the model has a native
-        async form, ``ainvoke`` (a sync-only model is run in a daemon thread by the async driver)."""
+        async form, ``ainvoke`` (a sync-only model is run in a daemon thread by the async driver).
+        An async-only model's ``ainvoke`` serves the sync driver too, which runs it to completion."""
         llm = self._llm
         if not self._runnable:
             plain = [dict(m) for m in messages]
             return Call(partial(llm, plain), partial(llm, plain) if self._native else None, timeout)
         prompt: Any = _as_prompt(messages) if self._is_llm else to_langchain(messages)
-        config = RunnableConfig(callbacks=callbacks)
-        kwargs = {"stop": self.stop or None} if self._takes_stop else {}
+        config, kwargs = call_config(run, callbacks), self._stop_kwargs
         native = partial(llm.ainvoke, prompt, config, **kwargs) if self._native else None
+        if self._async_only:
+            return Call(partial(llm.ainvoke, prompt, config, **kwargs), native, timeout)
+        if self._native:
+            return Call(partial(_invoke_or_await, llm, prompt, config, kwargs), native, timeout)
         return Call(partial(llm.invoke, prompt, config, **kwargs), native, timeout)
 
     def _completion(self, reply: Any, started: float) -> Completion:
@@ -207,15 +262,20 @@ class ModelAdapter:
         return self.retry_backoff * (2**attempt) * (0.5 + random.random())
 
     def calls(
-        self, messages: Sequence[Message], callbacks: Callbacks = None, deadline: Deadline | None = None
+        self,
+        messages: Sequence[Message],
+        callbacks: Callbacks = None,
+        deadline: Deadline | None = None,
+        config: RunnableConfig | None = None,
     ) -> Machine[Completion]:
         """The model's reply to ``messages`` as a step machine: each attempt within its timeout,
-        transient errors retried after a backoff; raises ``ModelCallError`` or ``DeadlineExceeded``."""
+        transient errors retried after a backoff; raises ``ModelCallError`` or ``DeadlineExceeded``.
+        ``config``: the run's, whose values a model call sees (``call_config``)."""
         for attempt in range(self.max_retries + 1):
             limit, binding = deadline.timeout_for(self.timeout) if deadline else (self.timeout, False)
             started = time.monotonic()
             try:
-                reply = yield self._request(messages, callbacks, limit)
+                reply = yield self._request(messages, callbacks, limit, config)
                 return self._completion(reply, started)
             except Exception as exc:
                 if raised_by_callback_handler(exc):
@@ -227,16 +287,26 @@ class ModelAdapter:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def complete(
-        self, messages: Sequence[Message], *, callbacks: Callbacks = None, deadline: Deadline | None = None
+        self,
+        messages: Sequence[Message],
+        *,
+        callbacks: Callbacks = None,
+        deadline: Deadline | None = None,
+        config: RunnableConfig | None = None,
     ) -> Completion:
         """The model's reply to ``messages``; raises ``ModelCallError`` or ``DeadlineExceeded``."""
-        return drivers.run(self.calls(messages, callbacks, deadline))
+        return drivers.run(self.calls(messages, callbacks, deadline, config))
 
     async def acomplete(
-        self, messages: Sequence[Message], *, callbacks: Callbacks = None, deadline: Deadline | None = None
+        self,
+        messages: Sequence[Message],
+        *,
+        callbacks: Callbacks = None,
+        deadline: Deadline | None = None,
+        config: RunnableConfig | None = None,
     ) -> Completion:
         """Async ``complete``."""
-        return await drivers.arun(self.calls(messages, callbacks, deadline))
+        return await drivers.arun(self.calls(messages, callbacks, deadline, config))
 
     def _retry_delay(self, exc: Exception, attempt: int, deadline: Deadline | None) -> float:
         """The delay before the next attempt; raises ``ModelCallError`` when there is none to make.
@@ -249,130 +319,49 @@ class ModelAdapter:
         if is_transient(exc) and attempt < self.max_retries and not out_of_time:
             return delay
         tries = f" after {attempt + 1} attempts" if attempt else ""
-        kind = "timed out" if isinstance(exc, CallTimedOut) else f"failed{tries}: {type(exc).__name__}"
+        offline = " cannot reach the model's server (no network?):" if unreachable(exc) else ""
+        kind = (
+            "timed out" if isinstance(exc, CallTimedOut) else f"failed{tries}:{offline} {type(exc).__name__}"
+        )
         detail = error_message(exc)  # redacted: an HTTP client's error may repeat the request's key
-        raise ModelCallError(f"the model call {kind}" + (f": {detail}" if detail else "")) from exc
+        failure = ModelCallError(f"the model call {kind}" + (f": {detail}" if detail else ""))
+        if (paid := getattr(exc, "usage_metadata", None)) is not None:  # two_phase's thought: tokens paid for
+            setattr(failure, "usage_metadata", paid)  # noqa: B010
+        # Not "from exc": a traceback prints the cause's unredacted text. It stays the __context__,
+        # which "from None" keeps out of every traceback.
+        raise failure from None
 
 
-# Constrained decoding for llama.cpp models -------------------------------------------------------
-# A small local model often names a tool that does not exist, in the style of the prompt's example
-# ("battery_catalog" for "knowledge_search"). llama.cpp can restrict sampling to a grammar (GBNF), so
-# for those models each turn is held to the ReAct format with the Action one of the real tool names.
+def call_config(run: RunnableConfig | None, callbacks: Callbacks) -> RunnableConfig:
+    """The config of one model call: ``callbacks``, and what LangChain passes from a run's config to
+    its child runs (``patch_config``): configurable values, tags, metadata, recursion limit and max
+    concurrency. The run's own name, id and callbacks are the agent run's, not the call's."""
+    passed = {key: value for key, value in (run or {}).items() if key not in _RUN_OWN}
+    return cast(RunnableConfig, {**passed, "callbacks": callbacks})
 
 
-def _gbnf_literal(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+_RUN_OWN = frozenset({"callbacks", "run_name", "run_id"})
 
 
-_GRAMMAR_RULES = (
-    'final ::= "Final Answer: " text',
-    'text ::= line ("\\n" line)*',
-    "line ::= [^\\n]+",
-)
+def _invoke_or_await(llm: Any, prompt: Any, config: RunnableConfig, kwargs: dict[str, Any]) -> Any:
+    """``llm.invoke``; for a model whose sync call is not implemented (an async-only client, known
+    only by the ``NotImplementedError`` its sync method raises itself), its ``ainvoke``'s awaitable,
+    which the sync driver runs to completion within the call's timeout. Its callbacks hear of the
+    failed sync call too. A ``NotImplementedError`` from deeper down (a feature the client lacks)
+    is the call's error: the request is not made twice."""
+    try:
+        return llm.invoke(prompt, config, **kwargs)
+    except NotImplementedError as error:
+        trace = error.__traceback__
+        while trace is not None and trace.tb_next is not None:
+            trace = trace.tb_next
+        if trace is None or trace.tb_frame.f_code.co_name not in _SYNC_BODIES:
+            raise
+        return llm.ainvoke(prompt, config, **kwargs)
 
 
-KNOWS_ANSWER = "I now know the final answer"
-"""How the prompt's format has the model say it is done; under the grammar a Final Answer must follow.
-Qwen2.5 1.5B wrote it and then repeated its last calculation until loop detection stopped the run."""
-
-
-def _class_char(char: str) -> str:
-    return "\\" + char if char in "\\]^-[" else char
-
-
-def _not_prefixed(name: str, prefix: str) -> list[str]:
-    """GBNF rules ``name`` for one line (1 to ~400 characters) that does not begin with ``prefix``."""
-    rules = []
-    for i, char in enumerate(prefix):
-        options = [f"[^{_class_char(char)}\\n] {name}-rest"]
-        if i + 1 < len(prefix):
-            options.append(f"{_gbnf_literal(char)} {name}-{i + 1}")
-        if i:
-            options.append('""')
-        rules.append(f"{name}-{i} ::= " + " | ".join(options))
-    rules.append(f"{name}-rest ::= [^\\n]{{0,399}}")
-    return [r.replace(f"{name}-0", name) for r in rules]
-
-
-def _thought_rules(*, knows: bool) -> list[str]:
-    """A Thought is one line and at most about 400 characters: an endless one used up the reply's
-    token budget before the Final Answer (Qwen2.5 1.5B, at a limit). With ``knows``, a Thought that
-    opens with ``KNOWS_ANSWER`` is the rule ``knows`` (followed by the answer), any other ``thought``."""
-    if not knows:
-        return ['thought ::= "Thought: " [^\\n]{1,400} "\\n"+']
-    return [
-        'thought ::= "Thought: " free "\\n"+',
-        f'knows ::= "Thought: " {_gbnf_literal(KNOWS_ANSWER)} [^\\n]{{0,400}} "\\n"+',
-        *_not_prefixed("free", KNOWS_ANSWER),
-    ]
-
-
-def react_grammar(tool_names: Sequence[str]) -> str:
-    """A GBNF grammar for one ReAct turn: a one-line Thought, then an Action on one of ``tool_names``
-    with its Action Input, or a Final Answer. Inputs and answers may run over several lines.
-    A Thought that opens with the format's "I now know the final answer" must end in the Final Answer.
-    With no tool names, only a Final Answer."""
-    if not tool_names:
-        return final_answer_grammar()
-    tools = " | ".join(_gbnf_literal(name) for name in tool_names)
-    return "\n".join(
-        [
-            "root ::= knows final | thought (action | final)",
-            'action ::= "Action: " tool "\\n" "Action Input: " text',
-            f"tool ::= {tools}",
-            *_thought_rules(knows=True),
-            *_GRAMMAR_RULES,
-        ]
-    )
-
-
-def final_answer_grammar() -> str:
-    """A GBNF grammar for the tool-free call at a limit: a one-line Thought, then a Final Answer."""
-    return "\n".join(["root ::= thought final", *_thought_rules(knows=False), *_GRAMMAR_RULES])
-
-
-def takes_grammar(llm: Any) -> bool:
-    """True for a llama.cpp chat model: one whose ``client`` is a ``llama_cpp.Llama`` (``ChatLlama``, ``ChatLlamaCpp``)."""
-    llama_cpp = sys.modules.get("llama_cpp")
-    return (
-        llama_cpp is not None
-        and isinstance(llm, BaseChatModel)
-        and isinstance(getattr(llm, "client", None), llama_cpp.Llama)
-    )
-
-
-def with_grammar(llm: Any, grammar: str, stop: Sequence[str]) -> Runnable[Any, Any]:
-    """``llm`` bound to ``grammar`` (GBNF text) and the stop sequence, for a model where ``takes_grammar``."""
-    from llama_cpp import LlamaGrammar
-
-    return llm.bind(grammar=LlamaGrammar.from_string(grammar, verbose=False), stop=list(stop) or None)
-
-
-def has_native_async(llm: Any) -> bool:
-    """True unless ``llm`` (a runnable, through its bindings) is a chat model or LLM that implements
-    only the sync API, or a sync-only ``RunnableLambda``: LangChain would run those in the event
-    loop's default executor, whose threads a hung call keeps alive at exit."""
-    while isinstance(llm, RunnableBinding):
-        llm = llm.bound
-    kind = type(llm)
-    if isinstance(llm, BaseChatModel):
-        return kind._agenerate is not BaseChatModel._agenerate or kind._astream is not BaseChatModel._astream
-    if isinstance(llm, BaseLLM):
-        from langchain_core.language_models.llms import LLM
-
-        overrides = [kind._agenerate is not BaseLLM._agenerate and kind._agenerate is not LLM._agenerate]
-        overrides += [kind._astream is not BaseLLM._astream]
-        if issubclass(kind, LLM):
-            overrides.append(kind._acall is not LLM._acall)
-        return any(overrides)
-    if isinstance(llm, RunnableLambda):
-        return hasattr(llm, "afunc")
-    return True
-
-
-def _is_async_callable(fn: Any) -> bool:
-    call = type(fn).__call__ if not inspect.isroutine(fn) else None
-    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(call)
+_SYNC_BODIES = frozenset({"_generate", "_stream", "_call"})
+"""A chat model's or LLM's own sync methods: one that raises ``NotImplementedError`` is a stub."""
 
 
 def _as_prompt(messages: Sequence[Message]) -> str:

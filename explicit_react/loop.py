@@ -91,9 +91,13 @@ class ReActLoop:
         """The prompt for the next turn, as role/content messages."""
         return self.transport.messages(question, self.tool_specs, steps, context, steps_left)
 
-    def new_run(self, question: str, context: str, manager: Any = None, callbacks: Any = None) -> RunState:
-        """The state of a run that has not started (with an id for its listeners, when it has any)."""
+    def new_run(
+        self, question: str, context: str, manager: Any = None, callbacks: Any = None, config: Any = None
+    ) -> RunState:
+        """The state of a run that has not started (with an id for its listeners, when it has any);
+        ``config``: the run's, for its model calls."""
         run = RunState(question, context, RunGuard(self.budget, self.allowed_tools), manager, callbacks)
+        run.config = config
         run.run_id = uuid.uuid4().hex[:12] if self.listeners else None
         if self.check_answer:
             run.answer_check = AnswerCheck(self.calculator_name)
@@ -130,7 +134,7 @@ class ReActLoop:
                 else:
                     acted = yield from self.acting(turn, run)
             except ModelCallError as exc:
-                paid = usage_of(exc.__cause__)  # a failed turn may have paid for a call (two_phase's thought)
+                paid = usage_of(exc)  # a failed turn may have paid for a call (two_phase's thought)
                 run.usage += paid
                 run.guard.record_tokens(paid.total_tokens)
                 if self.on_llm_error == "raise":  # for with_retry / with_fallbacks around the agent
@@ -163,7 +167,7 @@ class ReActLoop:
             self.model if (llm := self.transport.turn_model(run.steps)) is None else self.model.with_llm(llm)
         )
         messages = self.messages(run.question, run.steps, run.context, steps_left)
-        completion = yield from model.calls(messages, run.callbacks, run.guard.deadline)
+        completion = yield from model.calls(messages, run.callbacks, run.guard.deadline, run.config)
         run.count(completion.usage)
         completion, cut = _cut_reply(completion, self.max_reply_chars)
         turn = self.transport.read(completion)
@@ -279,7 +283,9 @@ class ReActLoop:
         if self.on_limit == "generate" and stop in _ANSWER_AT_LIMIT:
             messages = self.transport.final_messages(run.question, self.tool_specs, run.steps, run.context)
             try:
-                completion = yield from self.final_model.calls(messages, run.callbacks, run.guard.deadline)
+                completion = yield from self.final_model.calls(
+                    messages, run.callbacks, run.guard.deadline, run.config
+                )
                 run.count(completion.usage)  # whatever it says (nothing, a tool call): the call was made
             except (ModelCallError, DeadlineExceeded):
                 completion = _NO_COMPLETION

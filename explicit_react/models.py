@@ -30,14 +30,13 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from pydantic import SecretStr
 
 from explicit_react import assembly
 from explicit_react.errors import ConfigurationError
+from explicit_react.gemini import API_KEY_VARIABLES as API_KEY_VARIABLES
+from explicit_react.gemini import api_key, load_gemini
 
 DEFAULT_GEMINI_MODEL = "gemini-2.5-flash"
-API_KEY_VARIABLES = ("GOOGLE_API_KEY", "GEMINI_API_KEY")
-"""Where the Gemini API key is read from, first one set wins."""
 
 LOCAL_MODEL_ORDER: tuple[str, ...] = ("qwen", "gemma")
 """Which local model ``local`` means: the first one whose weights are installed."""
@@ -183,7 +182,7 @@ def load_model(name: str | BaseChatModel | None = None, **options: Any) -> BaseC
     name = name.strip()
     kind, _, argument = name.partition(":")
     if name.startswith("gemini-"):
-        return _load_gemini(name, options)
+        return load_gemini(name, options)
     if name == "local":
         return _load_local(None, options)
     if kind == "local" and argument in LOCAL_WEIGHTS:
@@ -197,32 +196,11 @@ def load_model(name: str | BaseChatModel | None = None, **options: Any) -> BaseC
 
 def default_model_name(env: Mapping[str, str] = os.environ) -> str | None:
     """Gemini when an API key is set, else ``local`` when a local model is installed, else ``None``."""
-    if _api_key(env):
+    if api_key(env):
         return DEFAULT_GEMINI_MODEL
     if _local_extra_missing() is None and installed_local_models():
         return "local"
     return None
-
-
-# --- Gemini ------------------------------------------------------------------------------------
-
-
-def _api_key(env: Mapping[str, str]) -> str | None:
-    return next((env[var].strip() for var in API_KEY_VARIABLES if env.get(var, "").strip()), None)
-
-
-def _load_gemini(name: str, options: dict[str, Any]) -> BaseChatModel:
-    from langchain_google_genai import ChatGoogleGenerativeAI
-
-    given = next((k for k in (options.pop("google_api_key", None), options.pop("api_key", None)) if k), None)
-    key = given.get_secret_value() if isinstance(given, SecretStr) else given or _api_key(os.environ)
-    if not key:
-        raise ConfigurationError(
-            f"{name} needs a Gemini API key: export GOOGLE_API_KEY=... "
-            "(or GEMINI_API_KEY; get one at https://aistudio.google.com/apikey)"
-        )
-    model: BaseChatModel = ChatGoogleGenerativeAI(model=name, google_api_key=SecretStr(key), **options)
-    return model
 
 
 # --- scripted ----------------------------------------------------------------------------------

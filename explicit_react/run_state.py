@@ -47,6 +47,9 @@ class RunState:
     """Reviews each Final Answer before it ends the run (``check_answer=True``), or ``None``."""
     run_id: str | None = None
     """The run's id, which its listeners read as ``types.current_run`` (``None``: no listeners)."""
+    config: Any = None
+    """The run's LangChain ``RunnableConfig``, whose configurable values, tags and metadata every
+    model call sees (``llm.call_config``), or ``None`` (``think``/``act`` on their own)."""
 
     _known: set[float] = field(default_factory=set)
     _read: int = -1

@@ -15,14 +15,8 @@ from langchain_core.tools import BaseTool
 
 from explicit_react import scratchpad
 from explicit_react.errors import ConfigurationError, ParseError
-from explicit_react.llm import (
-    STOP_SEQUENCE,
-    Completion,
-    final_answer_grammar,
-    react_grammar,
-    takes_grammar,
-    with_grammar,
-)
+from explicit_react.grammar import final_answer_grammar, react_grammar, takes_grammar, with_grammar
+from explicit_react.llm import STOP_SEQUENCE, Completion
 from explicit_react.parser import ACTION, ACTION_INPUT, FINAL_ANSWER, parse
 from explicit_react.policy import call_signature
 from explicit_react.prompt import Message, ReActPrompt, ToolSpec, load_template, render

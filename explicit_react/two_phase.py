@@ -117,6 +117,12 @@ class TwoPhaseModel(Runnable[Sequence[BaseMessage], AIMessage]):
         self.max_thought_chars = max_thought_chars
         self._pending = _PendingThoughts()
 
+    @property
+    def inner_models(self) -> tuple[Any, Any]:
+        """The two models a turn calls: its async form is native only when both of theirs are
+        (``model_kind.has_native_async``)."""
+        return (self.thinker, self.actor)
+
     def _thought_prompt(self, messages: Sequence[BaseMessage]) -> list[BaseMessage]:
         conversation = transcript(messages)
         prompt = render(load_template("two_phase_thought"), tools=self.tools_text, conversation=conversation)

@@ -11,15 +11,8 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from explicit_react.errors import ConfigurationError, ModelCallError
-from explicit_react.llm import (
-    ModelAdapter,
-    cut_invented_observation,
-    final_answer_grammar,
-    is_transient,
-    message_text,
-    react_grammar,
-    takes_grammar,
-)
+from explicit_react.grammar import final_answer_grammar, react_grammar, takes_grammar
+from explicit_react.llm import ModelAdapter, cut_invented_observation, is_transient, message_text
 from explicit_react.testing import ScriptedChatModel
 
 MESSAGES = [{"role": "system", "content": "sys"}, {"role": "user", "content": "hello there"}]
@@ -326,7 +319,7 @@ def test_a_repeated_call_that_had_succeeded_keeps_every_tool(monkeypatch: pytest
 
 
 def test_the_phrase_the_grammar_holds_to_an_answer_is_the_one_the_prompt_teaches() -> None:
-    from explicit_react.llm import KNOWS_ANSWER
+    from explicit_react.grammar import KNOWS_ANSWER
     from explicit_react.prompt import load_template
 
     assert f"Thought: {KNOWS_ANSWER}" in load_template("format")

@@ -244,8 +244,9 @@ def test_a_failed_act_call_reports_the_paid_thought_on_its_error() -> None:
     agent = ExplicitReActAgent(model, [search], mode="two_phase", max_retries=0, on_llm_error="raise")
     with pytest.raises(ModelCallError) as raised:
         agent.run("How many people live in Paris?")
-    usage = getattr(raised.value.__cause__, "usage_metadata", None)
+    usage = getattr(raised.value, "usage_metadata", None)
     assert usage is not None and usage["output_tokens"] == len(THOUGHT.split())
+    assert raised.value.__cause__ is None  # the act call's own error stays out of tracebacks
 
 
 def test_a_run_whose_act_call_failed_counts_the_thought() -> None:
