@@ -9,7 +9,7 @@ part of the same machine, so ``invoke``/``ainvoke`` and ``stream``/``astream`` o
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal, Union
@@ -31,12 +31,12 @@ from langchain_core.utils.input import get_color_mapping
 
 from explicit_react.classic_agent import decision, plan_request, return_key, stopped_request, tool_run_display
 from explicit_react.classic_chain import RUN_KEY, classic_invalid_tool_text
+from explicit_react.classic_chunks import chunks
 from explicit_react.classic_tools import echo_call, unknown_tool_call
 from explicit_react.deadline import DeadlineExceeded
 from explicit_react.drivers import Call, Machine, Notify, notify_closed
-from explicit_react.executor import ToolExecutor, ToolOutcome, tool_content
+from explicit_react.executor import ToolExecutor, ToolOutcome, encodable, tool_content
 from explicit_react.policy import ALLOW, Budget, RunGuard, Verdict
-from explicit_react.tool_input import too_deep_text
 from explicit_react.types import StopReason
 
 FORCE_STOP_TEXT = "Agent stopped due to iteration limit or time limit."
@@ -181,21 +181,25 @@ class ClassicLoop:
     def _loop(self, run: _Run, output: Output) -> Machine[None]:
         """Plan, act and observe until the agent finishes or a limit stops the run."""
         while (stop := self._stop_before_turn(run)) is None:
+            acted: list[_Acted] = []
             try:
                 planned = yield from self._plan(run, run.steps)
                 if isinstance(planned, AgentFinish):
                     self._end(run, planned, StopReason.SUCCESS)
                     return
-                acted: list[_Acted] = []
                 if isinstance(planned, OutputParserException):
                     acted.append((yield from self._parse_error(planned, run)))
-                    yield from _chunks(output, acted[0].step)
+                    yield from chunks(output, acted[0].step)
                 else:
-                    yield from _chunks(output, *planned)
+                    yield from chunks(output, *planned)
                     for action in planned:
                         acted.append((yield from self._act(action, run)))
-                        yield from _chunks(output, acted[-1].step)
+                        yield from chunks(output, acted[-1].step)
             except DeadlineExceeded:
+                # The actions that finished before the time ran out are steps (stream has shown them).
+                run.steps.extend((a.step.action, a.step.observation) for a in acted)
+                if acted and output == "iter":
+                    yield AddableDict(intermediate_step=run.steps[-len(acted) :])
                 stop = StopReason.MAX_SECONDS
                 break
             ended = self._after_iteration(run, acted)
@@ -257,7 +261,8 @@ class ClassicLoop:
 
     # Act: run one action -----------------------------------------------------------------
     def _parse_error_action(self, exc: OutputParserException) -> AgentAction:
-        """The classic ``_Exception`` action for a parse failure; its log is the model's text, never ``str(exc)``."""
+        """The classic ``_Exception`` action for a parse failure; its log is the model's text when the
+        exception carries it (``llm_output``), else ``str(exc)`` as in the classic (never empty)."""
         handler = self.handle_parsing_errors
         if handler is False:
             raise ValueError(
@@ -272,7 +277,7 @@ class ClassicLoop:
             observation = handler
         else:
             observation = handler(exc)
-        return AgentAction("_Exception", observation, exc.llm_output or "")
+        return AgentAction("_Exception", observation, exc.llm_output or str(exc))
 
     def _parse_error(self, exc: OutputParserException, run: _Run) -> Machine[_Acted]:
         action = self._parse_error_action(exc)
@@ -311,7 +316,12 @@ class ClassicLoop:
             yield from self._show(run, verdict.observation, shown)
             return _Acted(AgentStep(action=action, observation=verdict.observation), stop=verdict.stop)
         outcome = yield from self._executor.calls(
-            tool, action.tool_input, callbacks=run.callbacks, deadline=run.guard.deadline, run_kwargs=shown
+            tool,
+            action.tool_input,
+            callbacks=run.callbacks,
+            deadline=run.guard.deadline,
+            run_kwargs=shown,
+            artifact=False,  # the classic's call: no call id, so callbacks and verbose see the content
         )
         acted = self._ran(action, tool, outcome, run)
         if outcome.output is None and outcome.error is not None:  # no on_tool_end showed it
@@ -342,6 +352,8 @@ class ClassicLoop:
         observation = (
             outcome.observation if failed else tool_content(self._executor.tools[tool], outcome.output)
         )
+        if isinstance(observation, str):  # the next prompt must be encodable (a Latin-1 file's text)
+            observation = encodable(observation)
         direct = self._executor.tools[tool].return_direct and not failed
         return _Acted(AgentStep(action=action, observation=observation), direct=direct)
 
@@ -382,20 +394,3 @@ class ClassicLoop:
                     raise
         forced: AgentFinish = yield stopped_request(self.agent, "force", run.steps, run.inputs, None)
         return forced
-
-
-def _chunks(output: Output, *events: AgentAction | AgentStep) -> Iterator[AddableDict]:
-    """The classic stream chunks (``stream``, ``iter``) for actions and steps as they happen."""
-    if output == "invoke":
-        return
-    for event in events:
-        key = "actions" if isinstance(event, AgentAction) else "steps"
-        yield AddableDict({key: [event], "messages": _messages(event)})
-
-
-def _messages(event: AgentAction | AgentStep) -> Any:
-    try:
-        return event.messages
-    except RecursionError:  # langchain_core str()s the observation
-        assert isinstance(event, AgentStep)
-        return AgentStep(action=event.action, observation=too_deep_text(event.observation)).messages

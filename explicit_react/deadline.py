@@ -31,7 +31,7 @@ def abandoned() -> threading.Event | None:
     return _abandoned.get()
 
 
-class _GivenUp(threading.Event):
+class GivenUp(threading.Event):
     """The event ``abandoned`` returns for a call run here: besides being waited on or polled, it
     calls what is registered with ``call_when_set`` as it is set (an async call's cancellation)."""
 
@@ -74,7 +74,7 @@ async def cancelled_when_abandoned(awaitable: Awaitable[T]) -> T:
     under ``arun``, so it stops there instead of running on unseen to its side effects, and its
     thread is freed. Only a call that ignores cancellation is left to end on its own."""
     given_up = abandoned()  # in the context this coroutine runs in: the call's own
-    if not isinstance(given_up, _GivenUp):  # not in a call run here: nothing gives it up
+    if not isinstance(given_up, GivenUp):  # not in a call run here: nothing gives it up
         return await awaitable
     loop = asyncio.get_running_loop()
     task = asyncio.ensure_future(awaitable)
@@ -200,7 +200,7 @@ def _start_daemon(
     the call (see ``abandoned``)."""
     if context is None:
         context = contextvars.copy_context()
-    given_up = _GivenUp()
+    given_up = GivenUp()
     context.run(_abandoned.set, given_up)
 
     def target() -> Callable[[], None]:

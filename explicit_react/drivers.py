@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, TypeVar
 
+from explicit_react.callback_bridge import LoopBridge
 from explicit_react.deadline import (
     acall_in_thread,
     acall_with_timeout,
@@ -37,7 +38,9 @@ class Call:
     """Run ``blocking()``, or await ``awaitable()`` when driven async, within ``timeout`` seconds.
 
     With no ``awaitable`` (the call has no native async form), the async driver runs ``blocking()``
-    in a daemon thread. A timeout raises ``TimeoutError`` at the machine's ``yield``."""
+    in a daemon thread, bridging the callback managers among its arguments when it is a
+    ``functools.partial`` (``callback_bridge``). A timeout raises ``TimeoutError`` at the machine's
+    ``yield``."""
 
     blocking: Callable[[], Any]
     awaitable: Callable[[], Awaitable[Any]] | None = None
@@ -239,11 +242,26 @@ def _completed(blocking: Callable[[], Any]) -> Any:
 
 
 async def _acall_blocking(request: Call) -> Any:
-    """A call with no native async form, in a thread (see ``deadline.acall_in_thread``)."""
+    """A call with no native async form, in a thread (see ``deadline.acall_in_thread``), whose
+    callbacks are heard as a native async call's: its async handlers run on this loop, and once
+    it is over (given up too) it fires nothing more (see ``callback_bridge``)."""
+    bridge = LoopBridge.around(request.blocking, asyncio.get_running_loop())
+    if bridge is None:  # the usual case: no handler hears the call
+        return await _acall_in_thread(request.blocking, request.timeout)
+    try:
+        value = await _acall_in_thread(bridge.call, request.timeout)
+    except BaseException as exc:
+        await bridge.close(exc)
+        raise
+    await bridge.close()
+    return value
+
+
+async def _acall_in_thread(blocking: Callable[[], Any], timeout: float | None) -> Any:
     started = time.monotonic()
-    value = await acall_in_thread(request.blocking, request.timeout)
+    value = await acall_in_thread(blocking, timeout)
     if inspect.isawaitable(value):  # a plain callable that returned a coroutine
-        left = None if request.timeout is None else request.timeout - (time.monotonic() - started)
+        left = None if timeout is None else timeout - (time.monotonic() - started)
         value = await acall_with_timeout(value, left)
     return value
 

@@ -12,7 +12,7 @@ from functools import partial
 from typing import Any
 
 from langchain_core.callbacks import Callbacks
-from langchain_core.messages import BaseMessage, ToolMessage
+from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool, Tool, tool
 from pydantic import ValidationError
 
@@ -20,12 +20,12 @@ from explicit_react import drivers
 from explicit_react.deadline import CallTimedOut, Deadline, DeadlineExceeded
 from explicit_react.drivers import Call, Machine
 from explicit_react.errors import ConfigurationError, raised_by_callback_handler
+from explicit_react.observations import NO_OUTPUT, encodable, observation_text
 from explicit_react.prompt import ToolSpec
 from explicit_react.redaction import current_secrets, error_message, redact
 from explicit_react.tool_input import (
     UNPARSED,
     agent_tool_input,
-    as_text,
     fit_input,
     takes_text,
     text_only,
@@ -33,12 +33,13 @@ from explicit_react.tool_input import (
 )
 from explicit_react.types import ToolInput
 
-__all__ = [  # agent_tool_input and too_deep_text live in tool_input; importable here as before
+__all__ = [  # agent_tool_input, too_deep_text (tool_input) and the observation helpers importable here as before
     "NO_OUTPUT",
     "ToolExecutor",
     "ToolOutcome",
     "agent_tool_input",
     "as_tool",
+    "encodable",
     "normalize_name",
     "observation_text",
     "too_deep_text",
@@ -174,6 +175,8 @@ class ToolExecutor:
             return None, None, ToolOutcome(self.unknown_tool_observation(name), error="unknown_tool")
         fitted = self.fit_input(real, tool_input)
         if isinstance(fitted, dict) and UNPARSED in fitted:
+            if _handles_validation_errors(self.tools[real]):  # the tool's own text, as in the classic
+                return self.tools[real], fitted[UNPARSED], None
             return (
                 None,
                 None,
@@ -217,7 +220,9 @@ class ToolExecutor:
         return self._suggest(outcome, t.name)
 
     def _failure(self, t: BaseTool, exc: BaseException, started: float, timeout: float | None) -> ToolOutcome:
-        return self._suggest(self._failed(t, exc, started, timeout), t.name)
+        failed = self._failed(t, exc, started, timeout)  # an error's text may name a file that is not UTF-8
+        failed = dataclasses.replace(failed, observation=encodable(failed.observation))
+        return self._suggest(failed, t.name)
 
     def _failed(self, t: BaseTool, exc: BaseException, started: float, timeout: float | None) -> ToolOutcome:
         seconds = time.monotonic() - started
@@ -254,11 +259,14 @@ class ToolExecutor:
         timeout: float | None = None,
         deadline: Deadline | None = None,
         run_kwargs: Mapping[str, Any] | None = None,
+        artifact: bool = True,
     ) -> Machine[ToolOutcome]:
         """Run tool ``name`` as a step machine; the outcome's observation says what happened.
 
         ``run_kwargs`` go to the tool's ``run``/``arun`` (the compat executor's ``verbose``, ``color``
         and the agent's ``observation_prefix``/``llm_prefix``, which reach ``on_tool_end``).
+        ``artifact=False`` calls a ``content_and_artifact`` tool as the classic does, with no call id:
+        its callbacks and verbose output see the content, and ``output`` is the content alone.
         Raises only ``DeadlineExceeded``, when the run's own deadline (not ``timeout``) cut the call.
         """
         try:
@@ -271,12 +279,8 @@ class ToolExecutor:
             return refused  # type: ignore[return-value]
         limit, binding = deadline.timeout_for(timeout) if deadline else (timeout, False)
         started = time.monotonic()
-        extra = dict(run_kwargs or {})
-        native = (
-            partial(t.arun, fitted, callbacks=callbacks, tool_call_id=_call_id(t), **extra)
-            if _has_native_async(t)
-            else None
-        )
+        extra = {"tool_call_id": _call_id(t) if artifact else None, **(run_kwargs or {})}
+        native = partial(t.arun, fitted, callbacks=callbacks, **extra) if _has_native_async(t) else None
         try:
             output = yield Call(partial(_run_sync, t, fitted, callbacks, extra), native, limit)
         except CallTimedOut as exc:
@@ -317,6 +321,15 @@ class ToolExecutor:
         return await drivers.arun(machine)
 
 
+def _handles_validation_errors(t: BaseTool) -> bool:
+    """Whether ``t`` answers arguments its schema refuses with its own observation
+    (``handle_validation_error``): text that is no arguments then goes to the tool as the classic
+    sends it, so that LangChain's handling gives that observation and the tool's callbacks fire.
+    Only for a pydantic schema (a class): LangChain refuses text for a JSON-schema tool (a dict)
+    before validating."""
+    return bool(t.handle_validation_error) and isinstance(t.args_schema, type)
+
+
 def _has_native_async(t: BaseTool) -> bool:
     """True when ``t`` has an async implementation of its own; a sync-only tool's ``arun`` would use
     the event loop's default executor, whose threads a hung call keeps alive at exit."""
@@ -326,11 +339,12 @@ def _has_native_async(t: BaseTool) -> bool:
 
 
 def _run_sync(t: BaseTool, tool_input: Any, callbacks: Callbacks, extra: dict[str, Any]) -> Any:
+    """``t.run``; ``extra`` holds the call id and the display arguments."""
     if isinstance(t, (StructuredTool, Tool)) and t.func is None and t.coroutine is not None:  # async-only
         # the coroutine: the sync driver runs it to completion and cancels it, as under arun, when
         # the call is given up (timed out, out of time, Ctrl-C)
-        return t.arun(tool_input, callbacks=callbacks, tool_call_id=_call_id(t), **extra)
-    return t.run(tool_input, callbacks=callbacks, tool_call_id=_call_id(t), **extra)
+        return t.arun(tool_input, callbacks=callbacks, **extra)
+    return t.run(tool_input, callbacks=callbacks, **extra)
 
 
 def _has_artifact(t: BaseTool) -> bool:
@@ -347,23 +361,6 @@ def _call_id(t: BaseTool) -> str | None:
     """A call id for a ``content_and_artifact`` tool, else ``None``: LangChain returns such a tool's
     artifact (in a ``ToolMessage``) only when the call has an id, and drops it otherwise."""
     return f"explicit_react_{t.name}" if _has_artifact(t) else None
-
-
-NO_OUTPUT = "(the tool returned no output)"
-"""The observation for a tool that returned ``None`` or an empty string: never a blank, never ``null``."""
-
-
-def observation_text(output: Any) -> str:
-    """A tool's return value as the text the model reads: a string as it is, a pydantic model or a
-    dataclass (also inside lists and dicts) as JSON of its fields, a message as its text, ``None``
-    as ``NO_OUTPUT``."""
-    if isinstance(output, BaseMessage):
-        output = output.text
-    if isinstance(output, str):
-        return output if output and not output.isspace() else NO_OUTPUT  # no copy of a huge output
-    if output is None:
-        return NO_OUTPUT
-    return as_text(output)
 
 
 def _first_sentence(text: str, limit: int = 100) -> str:

@@ -334,13 +334,14 @@ class ModelAdapter:
 
 def call_config(run: RunnableConfig | None, callbacks: Callbacks) -> RunnableConfig:
     """The config of one model call: ``callbacks``, and what LangChain passes from a run's config to
-    its child runs (``patch_config``): configurable values, tags, metadata, recursion limit and max
-    concurrency. The run's own name, id and callbacks are the agent run's, not the call's."""
+    its child runs (``patch_config``): configurable values, tags, metadata and recursion limit. The
+    run's own name, id and callbacks are the agent run's, not the call's; its ``max_concurrency``
+    bounds the batch the run is one of (``abatch``), not one model call."""
     passed = {key: value for key, value in (run or {}).items() if key not in _RUN_OWN}
     return cast(RunnableConfig, {**passed, "callbacks": callbacks})
 
 
-_RUN_OWN = frozenset({"callbacks", "run_name", "run_id"})
+_RUN_OWN = frozenset({"callbacks", "run_name", "run_id", "max_concurrency"})
 
 
 def _invoke_or_await(llm: Any, prompt: Any, config: RunnableConfig, kwargs: dict[str, Any]) -> Any:

@@ -189,7 +189,7 @@ def test_every_trace_record_is_one_line_of_json_whatever_the_text(tmp_path: Path
     lines = path.read_text(encoding="utf-8").splitlines()
     records = [json.loads(line) for line in lines]
     assert [r["event"] for r in records] == ["step", "result"]
-    assert records[0]["observation"] == "Caf\udce9 au lait\u2028second\u2029third\x85fourth"
+    assert records[0]["observation"] == "Caf\\xe9 au lait\u2028second\u2029third\x85fourth"
 
 
 def test_a_secret_in_a_python_repr_or_url_encoded_is_redacted(monkeypatch: Any) -> None:
