@@ -15,26 +15,25 @@ when streaming, a prompt batch of 8 tokens). What this class owns beyond a thin 
   cache, and the state file that carries a prompt start between processes, live in
   ``explicit_react.llama_cache`` (``aligned_reuse`` is re-exported here).
 - **Quiet.** llama.cpp's own log goes to the ``explicit_react.llama`` logger, printed only when the
-  model is built with ``verbose=True``.
+  model is built with ``verbose=True`` (``explicit_react.llama_log``).
+- **Safe grammars.** llama.cpp crashes the process on a grammar it rejects, so every grammar is
+  checked before use (``llama_grammar_check``), and a tool's schema is written as a grammar it
+  accepts (``llama_schema``).
 
 Importing this module imports llama_cpp; ``explicit_react.models`` imports it only to load a model.
 """
 
 from __future__ import annotations
 
-import ctypes
-import logging
-import sys
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Generator, Iterator, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
-import llama_cpp
-from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
-from langchain_core.messages.ai import UsageMetadata
 from langchain_core.messages.tool import InvalidToolCall, ToolCall
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable
@@ -43,6 +42,9 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from explicit_react.llama_cache import AlignedLlama, aligned_reuse, state_file
+from explicit_react.llama_grammar_check import checked_grammar
+from explicit_react.llama_log import echo_to_stderr, logger
+from explicit_react.llama_reply import as_chunk, call_arguments, usage_record
 from explicit_react.llama_tools import (
     ToolRequest,
     compiled_grammar,
@@ -51,30 +53,15 @@ from explicit_react.llama_tools import (
     template_renders_tools,
     with_tools_text,
 )
+from explicit_react.llama_worker import TurnTaker, astream_in_turn, in_turn, stream_in_turn
 
 __all__ = ["ChatLlama", "aligned_reuse", "logger"]
 
-logger = logging.getLogger("explicit_react.llama")
-"""Where llama.cpp's own log lines go, all at level DEBUG."""
-
-_echo_log = False  # set by a model built with verbose=True: llama.cpp's lines then reach stderr too
-
-
-@llama_cpp.llama_log_callback
-def _log_to_logger(_level: int, text: bytes, _user_data: ctypes.c_void_p) -> None:
-    # Everything at DEBUG: llama.cpp logs routine lines as warnings, and a record at WARNING with no
-    # handler configured would reach the terminal through logging's last-resort handler.
-    if _echo_log:
-        sys.stderr.write(text.decode("utf-8", errors="replace"))
-    elif logger.isEnabledFor(logging.DEBUG):
-        logger.debug(text.decode("utf-8", errors="replace").rstrip("\n"))
-
-
-llama_cpp.llama_log_set(_log_to_logger, ctypes.c_void_p(0))  # replaces llama-cpp-python's printer
-
-
 _LLAMA_ARGUMENTS = ("n_ctx", "n_threads", "n_batch", "seed", "verbose")
 """Fields of ChatLlama that are also ``llama_cpp.Llama`` constructor arguments."""
+_IDENTIFYING: tuple[str, ...] = ("model_path", "n_ctx", "n_batch", "max_tokens", "temperature", "top_p")
+_IDENTIFYING += ("top_k", "repeat_penalty", "seed", "chat_template")
+"""The fields that change a reply (with ``stop``, the grammar's text and the scalar ``model_kwargs``)."""
 
 
 class ChatLlama(BaseChatModel):
@@ -82,7 +69,7 @@ class ChatLlama(BaseChatModel):
 
     Supports native function calling (``bind_tools``), stop sequences, ``grammar`` (a
     ``llama_cpp.LlamaGrammar``, bound per call or set on the model), ``usage_metadata``, streaming,
-    and async (LangChain runs the call in a worker thread; calls on one model object take turns).
+    and async (calls on one model object take turns on a thread of its own, ``llama_worker``).
     ``model_kwargs`` go to ``llama_cpp.Llama`` (for example ``chat_format`` or ``chat_handler``).
     """
 
@@ -98,7 +85,8 @@ class ChatLlama(BaseChatModel):
     seed: int = 0
     stop: list[str] | None = None
     grammar: Any = None
-    """A ``llama_cpp.LlamaGrammar`` every reply is held to, or ``None``."""
+    """A ``llama_cpp.LlamaGrammar`` (or GBNF text) every reply is held to, or ``None``; llama.cpp
+    checks it when the model is built (``llama_grammar_check``)."""
     streaming: bool = False
     """``invoke`` streams internally when True (LangChain joins ``_stream``'s chunks); ``stream()``
     always streams."""
@@ -116,17 +104,23 @@ class ChatLlama(BaseChatModel):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+    _turns: TurnTaker = PrivateAttr(default_factory=TurnTaker)
     _formatted: tuple[str, Any] | None = PrivateAttr(default=None)
 
-    def model_post_init(self, context: Any, /) -> None:
-        global _echo_log
-        _echo_log = _echo_log or self.verbose
+    def __init__(self, **data: Any) -> None:
+        # The client is built after pydantic's validation, not in model_post_init: pydantic turned
+        # llama.cpp's one-line "Failed to load model from file" into a multi-line validation dump.
+        super().__init__(**data)
+        if self.verbose:
+            echo_to_stderr()
         if self.client is None:
             settings = {name: getattr(self, name) for name in _LLAMA_ARGUMENTS}
             self.client = AlignedLlama(model_path=self.model_path, **settings, **self.model_kwargs)
             if self.prompt_state_dir is not None:
                 folder = Path(self.prompt_state_dir)
                 self.client.state_file = state_file(folder, self.model_path, settings, self.model_kwargs)
+        if self.grammar is not None:
+            self.grammar = checked_grammar(self.grammar, "the model's grammar", self._vocab())
 
     @property
     def _llm_type(self) -> str:
@@ -134,37 +128,57 @@ class ChatLlama(BaseChatModel):
 
     @property
     def _identifying_params(self) -> dict[str, Any]:
-        return {"model_path": self.model_path, "temperature": self.temperature, "seed": self.seed}
+        """Every setting that changes a reply: LangChain's LLM cache keys replies by these."""
+        params = {name: getattr(self, name) for name in _IDENTIFYING}
+        params["model_stop"] = self.stop  # "stop" is the call's own: LangChain writes it over this
+        params["grammar"] = getattr(self.grammar, "_grammar", self.grammar)
+        params["model_kwargs"] = {
+            key: value
+            for key, value in self.model_kwargs.items()
+            if isinstance(value, str | int | float | bool)
+        }
+        return params
 
     def bind_tools(
         self,
         tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
         *,
         tool_choice: str | dict[str, Any] | bool | None = None,
+        strict: bool | None = None,
+        parallel_tool_calls: bool | None = None,
         **kwargs: Any,
     ) -> Runnable[LanguageModelInput, AIMessage]:
         """The model with ``tools`` bound for native function calling (``explicit_react.llama_tools``).
 
         Each reply is one tool call, held to the tool's JSON schema by a grammar, or (``tool_choice``
         ``None``/``"auto"``) plain text with no ``<``, or such text and then one call; ``"required"``/
-        ``"any"`` forces a call, a tool's name a call to that tool, ``"none"`` no call. The tools are rendered by the GGUF file's chat template
-        when it renders tools (Qwen2.5), else written into the system message in the same format.
+        ``"any"`` forces a call, a tool's name a call to that tool, ``"none"`` no call. The tools are
+        rendered by the GGUF file's chat template when it renders tools (Qwen2.5), else written into
+        the system message in the same format. LangChain's ``strict`` and ``parallel_tool_calls`` are
+        accepted and change nothing: the grammar always holds a call to its schema (what the grammar
+        cannot express is checked when the call is read), and a reply holds at most one call.
         """
         specs = [convert_to_openai_tool(t) for t in tools]
         request = ToolRequest.pop({"tools": specs, "tool_choice": tool_choice})  # a bad tool_choice raises
         if request is not None and self.grammar is None:
-            compiled_grammar(request.grammar())  # a schema llama.cpp cannot follow raises here, not in a run
+            request.check_grammar(self._vocab())  # a schema llama.cpp cannot follow raises here, not in a run
         return self.bind(tools=specs, tool_choice=tool_choice, **kwargs)
+
+    def _vocab(self) -> Any:
+        """The model's ``llama_vocab`` pointer, or ``None`` for a client that loaded no model."""
+        return getattr(getattr(self.client, "_model", None), "vocab", None)
 
     def _request(
         self, messages: list[BaseMessage], stop: list[str] | None, tools: ToolRequest | None, **kwargs: Any
     ) -> dict[str, Any]:
         native = template_renders_tools(self.client)
         chat = llama_messages(messages, native)
-        grammar = self.grammar
+        grammar = kwargs.pop("grammar", self.grammar)
         if tools is not None:
             chat = chat if native else with_tools_text(chat, tools)
             grammar = grammar if grammar is not None else compiled_grammar(tools.grammar())
+        if grammar is not None:  # llama.cpp would crash on a grammar it rejects: checked first
+            grammar = checked_grammar(grammar, "the grammar given to this call", self._vocab())
         request = {
             "messages": chat,
             "max_tokens": self.max_tokens,
@@ -240,6 +254,16 @@ class ChatLlama(BaseChatModel):
         kwargs.pop("stream", None)  # LangChain's switch between _generate and _stream, not llama.cpp's
         return ChatResult(generations=[ChatGeneration(message=self._reply(messages, stop, kwargs))])
 
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        """``_generate`` in this model's turn (``llama_worker``): waiting holds no executor thread."""
+        return await in_turn(self._turns, partial(self._generate, messages, stop, None, **kwargs))
+
     def _reply(
         self, messages: list[BaseMessage], stop: list[str] | None, kwargs: dict[str, Any]
     ) -> AIMessage:
@@ -249,27 +273,34 @@ class ChatLlama(BaseChatModel):
         if prompt is not None:
             request = self._request(messages, stop, None, **kwargs)
             del request["messages"]
+            request = call_arguments(self.client.create_completion, request)
             with self._lock:
                 response = self.client.create_completion(prompt=self._tokens(prompt), **request)
             choice = response["choices"][0]
             return AIMessage(
                 content=choice.get("text") or "",
-                usage_metadata=_usage(response.get("usage") or {}, cached=getattr(self.client, "reused", 0)),
+                usage_metadata=usage_record(
+                    response.get("usage") or {}, cached=getattr(self.client, "reused", 0)
+                ),
                 response_metadata={"finish_reason": choice.get("finish_reason"), "continued": True},
             )
+        request = self._request(messages, stop, tools, **kwargs)
+        request = call_arguments(self.client.create_chat_completion, request)
         with self._lock:
-            response = self.client.create_chat_completion(**self._request(messages, stop, tools, **kwargs))
+            response = self.client.create_chat_completion(**request)
         choice = response["choices"][0]
         text = choice["message"].get("content") or ""
         calls: list[ToolCall] = []
         invalid: list[InvalidToolCall] = []
         if tools is not None:
-            text, calls, invalid = read_reply(text)
+            text, calls, invalid = read_reply(text, tools.argument_problem)
         return AIMessage(
             content=text,
             tool_calls=calls,
             invalid_tool_calls=invalid,
-            usage_metadata=_usage(response.get("usage") or {}, cached=getattr(self.client, "reused", 0)),
+            usage_metadata=usage_record(
+                response.get("usage") or {}, cached=getattr(self.client, "reused", 0)
+            ),
             response_metadata={"finish_reason": choice.get("finish_reason")},
         )
 
@@ -285,73 +316,76 @@ class ChatLlama(BaseChatModel):
 
         With tools bound the reply is one chunk, sent once the whole reply is read: only then is a
         call known to be whole, or cut off at ``max_tokens`` (an invalid call, as ``invoke`` has it;
-        ``_as_chunk`` keeps it invalid when LangChain joins the chunks)."""
+        ``as_chunk`` keeps it invalid when LangChain joins the chunks). The reply is written in this
+        model's turn on its own thread (``llama_worker``); the chunks come here through a queue."""
+        for chunk in stream_in_turn(self._turns, partial(self._produce, messages, stop, kwargs)):
+            if run_manager and chunk.text:
+                run_manager.on_llm_new_token(chunk.text, chunk=chunk)
+            yield chunk
+
+    async def _astream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        """``_stream`` for a coroutine: waiting for the turn or a chunk holds no executor thread."""
+        async for chunk in astream_in_turn(self._turns, partial(self._produce, messages, stop, kwargs)):
+            if run_manager and chunk.text:
+                await run_manager.on_llm_new_token(chunk.text, chunk=chunk)
+            yield chunk
+
+    def _produce(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None,
+        kwargs: dict[str, Any],
+        emit: Callable[[ChatGenerationChunk], None],
+        stopped: threading.Event,
+    ) -> None:
+        """The streamed reply's chunks, each handed to ``emit`` as it is written; ends early once
+        ``stopped`` is set (the reader went away). Runs in this model's turn (``_stream``)."""
+        kwargs = dict(kwargs)
         kwargs.pop("stream", None)  # stream(..., stream=True): LangChain's switch, set here anyway
         if ToolRequest.pop(dict(kwargs)) is not None:  # a call is read from the whole reply: one chunk
-            yield ChatGenerationChunk(message=_as_chunk(self._reply(messages, stop, kwargs)))
+            emit(ChatGenerationChunk(message=as_chunk(self._reply(messages, stop, kwargs))))
             return
         ToolRequest.pop(kwargs)  # tool_choice="none": no tools
         prompt = self._continuation(messages)
         request = self._request(messages, stop, None, stream=True, **kwargs)
         finish = None
         with self._lock:
-            for text, finish_reason in self._pieces(prompt, request):
+            pieces = self._pieces(prompt, request)
+            for text, finish_reason in pieces:
                 finish = finish_reason or finish
                 if text:
-                    chunk = ChatGenerationChunk(message=AIMessageChunk(content=text))
-                    if run_manager:
-                        run_manager.on_llm_new_token(text, chunk=chunk)
-                    yield chunk
+                    emit(ChatGenerationChunk(message=AIMessageChunk(content=text)))
+                if stopped.is_set():
+                    pieces.close()  # llama.cpp stops generating
+                    return
             usage = self.client.usage() if isinstance(self.client, AlignedLlama) else {}
         metadata = {"finish_reason": finish, **({"continued": True} if prompt is not None else {})}
         last = AIMessageChunk(
             content="",
-            usage_metadata=_usage(usage, cached=getattr(self.client, "reused", 0)),
+            usage_metadata=usage_record(usage, cached=getattr(self.client, "reused", 0)),
             response_metadata=metadata,
         )
-        yield ChatGenerationChunk(message=last)
+        emit(ChatGenerationChunk(message=last))
 
-    def _pieces(self, prompt: str | None, request: dict[str, Any]) -> Iterator[tuple[str, str | None]]:
+    def _pieces(
+        self, prompt: str | None, request: dict[str, Any]
+    ) -> Generator[tuple[str, str | None], None, None]:
         """The streamed reply as (text, finish reason) pairs: a chat reply, or with ``prompt`` (from
         ``_continuation``) the continuation of the last message."""
         if prompt is None:
+            request = call_arguments(self.client.create_chat_completion, request)
             for part in self.client.create_chat_completion(**request):
                 choice = part["choices"][0]
                 yield choice["delta"].get("content") or "", choice.get("finish_reason")
             return
         del request["messages"]
+        request = call_arguments(self.client.create_completion, request)
         for part in self.client.create_completion(prompt=self._tokens(prompt), **request):
             choice = part["choices"][0]
             yield choice.get("text") or "", choice.get("finish_reason")
-
-
-def _as_chunk(reply: AIMessage) -> AIMessageChunk:
-    """``reply`` as the one chunk of a streamed reply with tools bound.
-
-    LangChain keeps only a chunk's ``tool_call_chunks`` when it joins chunks (``stream()`` joined by
-    hand, ``streaming=True``, ``astream_events``' end event) and reads each back with a partial-JSON
-    parser: a call whose text parses is a call, any other an invalid call (with no ``error``). So a
-    malformed call's ``args`` is text no such parser reads (``read_reply``), and the joined message
-    has the calls and invalid calls ``invoke`` gives."""
-    return AIMessageChunk(
-        content=reply.content,
-        tool_calls=reply.tool_calls,
-        invalid_tool_calls=reply.invalid_tool_calls,
-        usage_metadata=reply.usage_metadata,
-        response_metadata=reply.response_metadata,
-    )
-
-
-def _usage(usage: dict[str, Any], cached: int = 0) -> UsageMetadata | None:
-    """LangChain's usage record; ``input_token_details["cache_read"]`` counts the prompt tokens taken
-    from the cache, so ``input_tokens - cache_read`` is what the model actually read."""
-    if not usage:
-        return None
-    record: dict[str, Any] = {
-        "input_tokens": int(usage.get("prompt_tokens", 0)),
-        "output_tokens": int(usage.get("completion_tokens", 0)),
-        "total_tokens": int(usage.get("total_tokens", 0)),
-    }
-    if cached:
-        record["input_token_details"] = {"cache_read": cached}
-    return cast(UsageMetadata, record)

@@ -6,7 +6,9 @@
   what a fresh read would compute, and the same messages give the same reply on a fresh or a used
   model object.
 - ``AlignedLlama``: ``llama_cpp.Llama`` with that reuse, and optionally a state file that carries the
-  prompt start (system prompt and tools) from one process to the next.
+  prompt start (system prompt and tools) from one process to the next. The file ends with a
+  checksum of the rest: one damaged, cut short or written by an older version is read as no file
+  and replaced (llama.cpp's own checks let a file damaged inside its KV data through).
 - ``state_file``: the name of that file, one per model file, llama.cpp build, CPU and settings.
 
 ``explicit_react.llama.ChatLlama`` builds its client from here; importing this module imports llama_cpp.
@@ -21,6 +23,7 @@ import itertools
 import json
 import logging
 import os
+import struct
 import tempfile
 import warnings
 from collections.abc import Generator, Mapping, Sequence
@@ -116,21 +119,29 @@ class AlignedLlama(llama_cpp.Llama):
         return bool(saved), 0
 
     def _restore_state(self) -> list[int]:
-        """Load the saved state, if any: the tokens it holds (their cache is now this object's)."""
+        """Load the saved state, if any: the tokens it holds (their cache is now this object's).
+
+        A file whose checksum (``_STATE_TRAILER``) does not match is read as no file, and replaced
+        once the prompt is read: llama.cpp itself loaded a file damaged inside its KV data as valid,
+        and the replies of every later process then came from the damaged cache."""
         assert self.state_file is not None
-        if not self.state_file.is_file():
+        data = _checked_state(self.state_file)
+        header = struct.calcsize(_STATE_HEADER)
+        if data is None or len(data) < header:
+            logger.debug("the prompt state %s is missing, damaged or unfinished", self.state_file)
             return []
-        capacity = self.n_ctx()
-        tokens = (llama_cpp.llama_token * capacity)()
-        count = ctypes.c_size_t(0)
-        loaded = llama_cpp.llama_state_load_file(
-            self._ctx.ctx, str(self.state_file).encode(), tokens, capacity, ctypes.byref(count)
-        )
-        if not loaded:  # another build's or a damaged file: read the prompt as if there were none
-            logger.debug("could not load the prompt state %s", self.state_file)
+        magic, version, count = struct.unpack_from(_STATE_HEADER, data)
+        start = header + count * ctypes.sizeof(llama_cpp.llama_token)
+        expected = (llama_cpp.LLAMA_SESSION_MAGIC, llama_cpp.LLAMA_SESSION_VERSION)
+        if (magic, version) != expected or count > self.n_ctx() or start > len(data):
+            logger.debug("the prompt state %s is from another llama.cpp build", self.state_file)
+            return []
+        state = (ctypes.c_uint8 * (len(data) - start)).from_buffer(data, start)
+        if llama_cpp.llama_state_set_data(self._ctx.ctx, state, len(state)) != len(state):
+            logger.debug("could not load the prompt state %s", self.state_file)  # another model's
             self.reset()
             return []
-        saved = list(tokens[: count.value])
+        saved = list(struct.unpack_from(f"<{count}i", data, header))
         self.input_ids[: len(saved)] = saved
         self.n_tokens = len(saved)
         self._requires_eval = True
@@ -165,6 +176,7 @@ class AlignedLlama(llama_cpp.Llama):
             array = (llama_cpp.llama_token * len(tokens))(*tokens)
             if not llama_cpp.llama_state_save_file(self._ctx.ctx, partial.encode(), array, len(tokens)):
                 raise OSError(f"llama.cpp could not write {partial}")
+            _append_checksum(Path(partial))
             os.replace(partial, self.state_file)
         except OSError as error:
             if partial is not None:
@@ -176,6 +188,37 @@ class AlignedLlama(llama_cpp.Llama):
                 stacklevel=2,
             )
             self.state_file = None
+
+
+_STATE_HEADER = "<III"
+"""The start of llama.cpp's state file: magic, version, token count (then the tokens, then the state)."""
+_STATE_TRAILER = b"explicit_react-sha256:"
+"""Appended to a saved state file, then the SHA-256 of all that precedes it."""
+
+
+def _append_checksum(path: Path) -> None:
+    """Append the trailer and checksum to the state llama.cpp wrote in ``path`` (not yet in place)."""
+    digest = hashlib.sha256()
+    with path.open("rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+    with path.open("ab") as file:
+        file.write(_STATE_TRAILER + digest.digest())
+
+
+def _checked_state(path: Path) -> bytearray | None:
+    """The content of the state file ``path`` without its trailer, or ``None`` when there is no
+    file, no trailer (a file from before checksums), or the checksum does not match."""
+    try:
+        data = bytearray(path.read_bytes())
+    except OSError:
+        return None
+    end = len(data) - len(_STATE_TRAILER) - hashlib.sha256().digest_size
+    if end < 0 or data[end : end + len(_STATE_TRAILER)] != _STATE_TRAILER:
+        return None
+    checksum = bytes(data[end + len(_STATE_TRAILER) :])
+    del data[end:]
+    return data if hashlib.sha256(data).digest() == checksum else None
 
 
 def state_file(

@@ -18,16 +18,19 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property
 from typing import Any
-from urllib.parse import unquote
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.messages.tool import InvalidToolCall, ToolCall, invalid_tool_call, tool_call
 
 from explicit_react.errors import ConfigurationError
+from explicit_react.llama_call_check import schema_problem
+from explicit_react.llama_grammar_check import checked_grammar
+from explicit_react.llama_grammar_check import compiled_grammar as compiled_grammar
+from explicit_react.llama_schema import arguments_schema, call_json_rules
 from explicit_react.llm import message_text
 from explicit_react.prompt import load_template, render
 
@@ -86,26 +89,18 @@ class ToolRequest:
 
         Raises ``ConfigurationError`` naming the tools when llama-cpp-python cannot turn their JSON
         schemas into a grammar (``ChatLlama.bind_tools`` builds it, so this happens there)."""
-        alternatives: list[dict[str, Any]] = []
-        definitions: dict[str, Any] = {}
-        for index, spec in enumerate(self.callable):
-            function = spec["function"]
-            parameters = function.get("parameters") or {"type": "object", "properties": {}}
-            alternatives.append(
-                {
-                    "type": "object",
-                    "properties": {
-                        "name": {"const": function["name"]},
-                        "arguments": _arguments_schema(
-                            function["name"], parameters, f"tool{index}", definitions
-                        ),
-                    },
-                    "required": ["name", "arguments"],
-                }
-            )
+        arguments, definitions = self._schemas
+        alternatives = [
+            {
+                "type": "object",
+                "properties": {"name": {"const": name}, "arguments": schema},
+                "required": ["name", "arguments"],
+            }
+            for name, schema in arguments
+        ]
         schema = {"oneOf": alternatives, **({"$defs": definitions} if definitions else {})}
         try:
-            rules = _call_json_rules(json.dumps(schema))
+            rules = call_json_rules(schema)
         except (AssertionError, AttributeError, KeyError, TypeError, ValueError) as error:
             names = ", ".join(t["function"]["name"] for t in self.callable)
             raise ConfigurationError(
@@ -115,194 +110,41 @@ class ToolRequest:
         root = "prose call-block? | call-block" if self.choice == "auto" else "call-block"
         return f"root ::= {root}\n{_REPLY_RULES}{rules}"
 
+    def check_grammar(self, vocab: Any = None) -> None:
+        """Raise ``ConfigurationError`` when llama.cpp rejects the grammar, naming the first tool whose
+        own call grammar it rejects (``vocab``: the model's, see ``llama_grammar_check``)."""
+        try:
+            checked_grammar(self.grammar(), "the tools' call grammar", vocab)
+        except ConfigurationError:
+            for spec in self.callable:
+                name = spec["function"]["name"]
+                checked_grammar(
+                    ToolRequest(self.tools, name).grammar(), f"the call grammar of the tool {name!r}", vocab
+                )
+            raise
 
-_ANY_VALUE = {"type": ["string", "number", "boolean", "null", "object", "array"]}
-_DEFINITIONS = ("$defs", "definitions")
-_SAYS_WHAT_A_VALUE_IS = frozenset(
-    {"type", "$ref", "const", "enum", "pattern", "format", "oneOf", "anyOf", "allOf"}
-    | {"properties", "additionalProperties", "items", "prefixItems"}
-)
-"""Keywords that say what a value may be; a schema with none of them (only a description) is any value."""
+    def argument_problem(self, name: str, arguments: Any) -> str | None:
+        """Why ``arguments`` break the JSON schema of the tool ``name``; ``None`` when they follow it,
+        or when ``name`` is no tool the reply may call (the executor reports an unknown tool)."""
+        try:
+            schemas, definitions = self._schemas
+        except ConfigurationError:  # a schema no grammar was built from (the model has its own grammar)
+            return None
+        schema = dict(schemas).get(name)
+        return None if schema is None else schema_problem(arguments, schema, definitions)
 
-
-Place = tuple[str, ...]
-"""Where a part of a tool's schema is: the keys from its root, as the segments of a JSON pointer."""
-_NOWHERE = object()
-"""What ``_part`` gives for a place that is not in the schema."""
-
-
-def _arguments_schema(
-    tool: str, parameters: Mapping[str, Any], prefix: str, definitions: dict[str, Any]
-) -> Any:
-    """A tool's ``parameters`` schema as llama-cpp-python's grammar converter reads it.
-
-    The converter reads the schemas of all the tools as one document, so a ``$ref`` cannot stay a
-    pointer into its tool's own schema: each part of the schema that a ``$ref`` points to (a root or
-    a nested ``$defs`` entry, or any other part) moves into ``definitions``, the root ``$defs`` of
-    that document, named with ``prefix`` so that two tools' parts cannot clash, and the ``$ref``
-    names it there. An untyped schema (``{}``, ``true``, only a description: a list of anything, a
-    pydantic ``Any``) means any JSON value; the converter failed on some of them and read others as
-    an object."""
-    refs = _SchemaRefs(tool, parameters, prefix)
-    arguments = refs.rewritten(parameters, ())
-    definitions.update(refs.pointed_to())
-    return arguments
-
-
-class _SchemaRefs:
-    """One tool's schema with the parts its ``$ref``s point to, each given a name in the root ``$defs``."""
-
-    def __init__(self, tool: str, document: Mapping[str, Any], prefix: str) -> None:
-        self.tool, self.document, self.prefix = tool, document, prefix
-        self.names: dict[Place, str] = {}
-        self.refs: dict[str, str] = {}  # a name -> the $ref that first pointed there, for messages
-        self.pending: list[Place] = []  # named parts whose own $refs are still to be followed
-
-    def rewritten(self, schema: Any, at: Place) -> Any:
-        """``schema`` (found at ``at``) with its ``$ref``s renamed, its ``$defs`` left out and every
-        untyped part made any JSON value."""
-        if schema is True or schema == {}:
-            return dict(_ANY_VALUE)
-        if isinstance(schema, list):  # the old form of "items" (a tuple), or a oneOf/anyOf/allOf list
-            return [self.rewritten(part, (*at, str(i))) for i, part in enumerate(schema)]
-        if not isinstance(schema, dict):
-            return schema
-        out: dict[str, Any] = {}
-        for key, value in schema.items():
-            if key == "$ref":
-                out[key] = self.renamed(value, at)
-            elif key == "properties":
-                out[key] = {name: self.rewritten(part, (*at, key, name)) for name, part in value.items()}
-            elif key in ("items", "additionalProperties", "oneOf", "anyOf", "allOf", "prefixItems"):
-                out[key] = self.rewritten(value, (*at, key))
-            elif key not in _DEFINITIONS:  # what is used of them is named in the root $defs
-                out[key] = value
-        if not any(key in out for key in _SAYS_WHAT_A_VALUE_IS):
-            out.update(_ANY_VALUE)
-        return out
-
-    def renamed(self, ref: Any, at: Place) -> str:
-        """The ``$ref`` to the root ``$defs`` entry for the part ``ref`` (written at ``at``) points to."""
-        place = self._resolved(ref, at)
-        if place not in self.names:
-            name = f"{self.prefix}-{_rule_name(place)}-{len(self.names)}"
-            self.names[place], self.refs[name] = name, ref
-            self.pending.append(place)
-        return f"#/$defs/{self.names[place]}"
-
-    def _resolved(self, ref: Any, at: Place) -> Place:
-        """Where ``ref`` points: a JSON pointer into the tool's schema. One that finds nothing from the
-        root is read from each part that holds ``at``, innermost first: a pydantic model's schema put
-        inside a property keeps its own ``$defs`` and its ``#/$defs/...`` refs mean those."""
-        pointer = _pointer(ref)
-        if pointer is None:
-            raise self._error(
-                f"has the $ref {ref!r}; llama.cpp's grammar can follow only a $ref into the same "
-                "schema (a JSON pointer: #/...)"
-            )
-        for base in ((), *(at[:end] for end in range(len(at), 0, -1))):
-            if _part(self.document, (*base, *pointer)) is not _NOWHERE:
-                return (*base, *pointer)
-        raise self._error(f"has the $ref {ref!r}, which points to no part of it")
-
-    def pointed_to(self) -> dict[str, Any]:
-        """The parts the ``$ref``s point to, by their names, with their own ``$ref``s followed in turn.
-
-        Raises ``ConfigurationError`` for a value defined only by itself (see ``_first_refs``)."""
-        parts: dict[str, Any] = {}
-        while self.pending:
-            place = self.pending.pop(0)
-            parts[self.names[place]] = self.rewritten(_part(self.document, place), place)
-        cycle = _cycle({name: _first_refs(schema) for name, schema in parts.items()})
-        if cycle:
-            refs = " -> ".join(repr(self.refs[name]) for name in cycle)
-            raise self._error(
-                f"has a $ref that refers to itself with no object or array in between ({refs}): "
-                "no JSON value matches it"
-            )
-        return parts
-
-    def _error(self, problem: str) -> ConfigurationError:
-        return ConfigurationError(f"The JSON schema of the tool {self.tool!r} {problem}")
-
-
-def _pointer(ref: Any) -> Place | None:
-    """The keys of ``ref``, a JSON pointer in a URI fragment (``"#/a~1b/0"``: ``("a/b", "0")``), or
-    ``None`` for a ref to another document."""
-    if not isinstance(ref, str) or not (ref == "#" or ref.startswith("#/")):
-        return None
-    keys = ref[2:].split("/") if ref != "#" else []
-    return tuple(unquote(key).replace("~1", "/").replace("~0", "~") for key in keys)
-
-
-def _part(document: Any, place: Place) -> Any:
-    """The part of ``document`` at ``place``, or ``_NOWHERE``."""
-    for key in place:
-        if isinstance(document, Mapping) and key in document:
-            document = document[key]
-        elif isinstance(document, list) and key.isdigit() and int(key) < len(document):
-            document = document[int(key)]
-        else:
-            return _NOWHERE
-    return document
-
-
-def _rule_name(place: Place) -> str:
-    """A readable grammar rule name for the part at ``place`` (its last key)."""
-    if not place:
-        return "root"
-    return re.sub(r"[^A-Za-z0-9]+", "-", place[-1]).strip("-") or "part"
-
-
-def _first_refs(schema: Any) -> set[str]:
-    """The root ``$defs`` names a value of ``schema`` may begin with before any character is read: its
-    ``$ref``, or those of its ``anyOf``/``oneOf`` alternatives (what llama-cpp-python's converter
-    reads first). A cycle of them is a left-recursive grammar rule, which llama.cpp rejects only
-    once sampling starts; a ``$ref`` inside an object's properties or an array's items follows a
-    ``{`` or ``[``, so a recursive model (a tree) is fine."""
-    if not isinstance(schema, dict):
-        return set()
-    if isinstance(schema.get("$ref"), str):
-        return {schema["$ref"].removeprefix("#/$defs/")}
-    alternatives = schema.get("anyOf") or schema.get("oneOf") or []
-    return set().union(*(_first_refs(part) for part in alternatives))
-
-
-def _cycle(graph: Mapping[str, set[str]]) -> list[str]:
-    """The names along a cycle of ``graph`` (the first repeated at the end), or ``[]``."""
-    finished: set[str] = set()
-
-    def walk(name: str, path: list[str]) -> list[str]:
-        if name in path:
-            return [*path[path.index(name) :], name]
-        if name in finished:
-            return []
-        for following in sorted(graph.get(name, ())):
-            if cycle := walk(following, [*path, name]):
-                return cycle
-        finished.add(name)
-        return []
-
-    for name in graph:
-        if cycle := walk(name, []):
-            return cycle
-    return []
-
-
-@lru_cache(maxsize=64)
-def _call_json_rules(schema: str) -> str:
-    from llama_cpp.llama_grammar import json_schema_to_gbnf
-
-    rules = json_schema_to_gbnf(schema, prop_order=["name", "arguments"])
-    return re.sub(r"^root ::=", "call-json ::=", rules, flags=re.M)
-
-
-@lru_cache(maxsize=64)
-def compiled_grammar(gbnf: str) -> Any:
-    """``gbnf`` as a ``llama_cpp.LlamaGrammar``, parsed once per distinct text."""
-    from llama_cpp import LlamaGrammar
-
-    return LlamaGrammar.from_string(gbnf, verbose=False)
+    @cached_property
+    def _schemas(self) -> tuple[list[tuple[str, Any]], dict[str, Any]]:
+        """Each callable tool's name and arguments schema (``llama_schema.arguments_schema``), and the
+        definitions their ``$ref``s name."""
+        arguments: list[tuple[str, Any]] = []
+        definitions: dict[str, Any] = {}
+        for index, spec in enumerate(self.callable):
+            function = spec["function"]
+            parameters = function.get("parameters") or {"type": "object", "properties": {}}
+            schema = arguments_schema(function["name"], parameters, f"tool{index}", definitions)
+            arguments.append((function["name"], schema))
+        return arguments, definitions
 
 
 def template_renders_tools(client: Any) -> bool:
@@ -368,9 +210,12 @@ def with_tools_text(messages: list[dict[str, Any]], request: ToolRequest) -> lis
     return [{"role": "system", "content": section}, *messages]
 
 
-def read_reply(text: str) -> tuple[str, list[ToolCall], list[InvalidToolCall]]:
+def read_reply(
+    text: str, check: Callable[[str, Any], str | None] | None = None
+) -> tuple[str, list[ToolCall], list[InvalidToolCall]]:
     """The text outside ``<tool_call>`` blocks, the well-formed calls, and the malformed ones (not
-    JSON, no name, arguments that are not an object, or a block cut off at the length limit).
+    JSON, no name, arguments that are not an object, or a block cut off at the length limit), and
+    with ``check`` (``ToolRequest.argument_problem``) the calls whose arguments break their schema.
 
     A malformed call's ``args`` is its block as the model wrote it, from ``<tool_call>`` on. That
     text cannot be read as JSON, even by LangChain's partial-JSON parser, which closes what a cut-off
@@ -390,6 +235,9 @@ def read_reply(text: str) -> tuple[str, list[ToolCall], list[InvalidToolCall]]:
             invalid.append(invalid_tool_call(name=name, args=written, id=call_id, error="not a JSON call"))
         elif not isinstance(data.get("arguments", {}), dict):
             error = "arguments are not a JSON object"
+            invalid.append(invalid_tool_call(name=data["name"], args=written, id=call_id, error=error))
+        elif check is not None and (problem := check(data["name"], data.get("arguments", {}))):
+            error = f"the arguments do not follow the tool's schema ({problem})"
             invalid.append(invalid_tool_call(name=data["name"], args=written, id=call_id, error=error))
         else:
             calls.append(tool_call(name=data["name"], args=data.get("arguments", {}), id=call_id))

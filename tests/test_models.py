@@ -550,3 +550,23 @@ def test_installed_parts_form_a_gguf_file(key: str, count: int) -> None:
 
 def test_the_no_model_message_speaks_to_python_users_too() -> None:
     assert 'load_model("local")' in NO_MODEL_MESSAGE and "--model local" in NO_MODEL_MESSAGE
+
+
+def test_a_broken_llama_cpp_install_is_a_configuration_error_with_the_reinstall_command(
+    tmp_path: Path,
+) -> None:
+    """A llama_cpp that is installed but whose native library cannot load: the error says how to
+    reinstall a portable build, instead of a traceback from inside llama_cpp."""
+    (tmp_path / "llama_cpp").mkdir()
+    (tmp_path / "llama_cpp" / "__init__.py").write_text(
+        "raise RuntimeError('Failed to load shared library')\n"
+    )
+    code = (
+        "from explicit_react import models\n"
+        "try:\n    models.load_gguf('x.gguf', check_build=False)\n"
+        "except models.ConfigurationError as e:\n    print('CMAKE_ARGS' in str(e))\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(root)])}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert done.stdout.strip() == "True", done.stderr

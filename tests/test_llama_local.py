@@ -1,0 +1,138 @@
+"""The grammar, tool-call and prompt-state fixes against the real Gemma 3 270M model.
+
+A 270M base model answers nothing reliably, so these check what holds whatever it writes: the
+process survives, a forced call's arguments follow the schema, a damaged state file is not used.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from explicit_react import buildcheck, models
+from explicit_react.errors import ConfigurationError
+
+pytestmark = pytest.mark.local_model
+
+if importlib.util.find_spec("llama_cpp") is None:
+    pytest.skip(f"llama-cpp-python is not installed ({models.LOCAL_EXTRA_INSTALL})", allow_module_level=True)
+if "gemma" not in models.installed_local_models():
+    pytest.skip("the Gemma 3 270M weights are not installed", allow_module_level=True)
+try:
+    buildcheck.check_llama_build(models.ensure_local_model("gemma"))
+except ConfigurationError as error:
+    pytest.skip(str(error), allow_module_level=True)
+
+ROOT = Path(__file__).resolve().parents[1]
+SETTINGS: dict[str, Any] = {"n_ctx": 512, "max_tokens": 40, "n_threads": 1, "prompt_state_dir": None}
+
+
+def gemma(**settings: Any) -> Any:
+    return models.load_model("local:gemma", **{**SETTINGS, **settings})
+
+
+CRASHED_BEFORE = textwrap.dedent(
+    """
+    from langchain_core.tools import tool
+    from pydantic import BaseModel, Field
+    from explicit_react import models
+    from explicit_react.errors import ConfigurationError
+
+    class ZipInput(BaseModel):
+        zip_code: str = Field(pattern=r"^\\d{5}$")
+
+    @tool(args_schema=ZipInput)
+    def weather(zip_code: str) -> str:
+        \"\"\"Weather for a US zip code.\"\"\"
+        return "sunny"
+
+    quoted = {"type": "function", "function": {"name": 'say"hi', "description": "x", "parameters":
+              {"type": "object", "properties": {"q": {"enum": ['12" pizza', "small"]}}, "required": ["q"]}}}
+    model = models.load_model("local:gemma", n_ctx=512, max_tokens=60, n_threads=1, prompt_state_dir=None)
+    for spec in (weather, quoted):
+        reply = model.bind_tools([spec], tool_choice="required").invoke("Call the tool.")
+        print([(c["name"], sorted(c["args"])) for c in reply.tool_calls], len(reply.invalid_tool_calls))
+    try:
+        model.invoke("hi", grammar="root ::= undefined-rule")
+    except ConfigurationError as error:
+        print("ConfigurationError", "Undefined rule" in str(error))
+    """
+)
+
+
+def test_grammars_that_crashed_the_process_now_work_or_raise() -> None:
+    """A pydantic Field(pattern=r"^\\d{5}$"), a quote in a tool name and enum, a grammar with a typo:
+    each gave llama.cpp a grammar it rejects, and the process died (SIGSEGV) at the first token. In
+    a child process, so that a crash fails this test rather than killing pytest."""
+    done = subprocess.run(
+        [sys.executable, "-c", CRASHED_BEFORE],
+        capture_output=True,
+        text=True,
+        timeout=110,
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    lines = done.stdout.splitlines()
+    assert lines[0] == "[('weather', ['zip_code'])] 0"  # a call: the pattern is in the grammar
+    assert lines[1] == "[('say\"hi', ['q'])] 0"
+    assert lines[2] == "ConfigurationError True"
+
+
+def spec(name: str, properties: dict[str, Any]) -> dict[str, Any]:
+    parameters = {"type": "object", "properties": properties, "required": list(properties)}
+    return {"type": "function", "function": {"name": name, "description": "x", "parameters": parameters}}
+
+
+@pytest.mark.parametrize(
+    ("tool", "follows"),
+    [
+        (
+            spec("open_dir", {"path": {"enum": ["C:\\temp", "C:\\new"]}}),
+            lambda a: a["path"] in ("C:\\temp", "C:\\new"),
+        ),
+        (spec("open_dir", {"a\\b": {"type": "integer"}}), lambda a: list(a) == ["a\\b"]),
+        (spec("dir\\list", {"q": {"type": "string"}}), lambda a: list(a) == ["q"]),
+    ],
+)
+def test_backslashes_in_names_and_values_give_the_calls_the_schema_means(
+    tool: dict[str, Any], follows: Any
+) -> None:
+    """The grammar forced the enum value "C:\\temp" as C:<tab>emp, the argument a\\b as the key 'a\\x08',
+    and a call to the tool dir\\list could never be read."""
+    reply = gemma().bind_tools([tool], tool_choice="required").invoke("Call the tool.")
+    assert reply.invalid_tool_calls == []
+    [call] = reply.tool_calls
+    assert call["name"] == tool["function"]["name"] and follows(call["args"]), call
+
+
+def test_a_state_file_damaged_inside_is_not_used_and_is_replaced(tmp_path: Path) -> None:
+    """4 KB overwritten in the middle of the KV data (size and header intact): llama.cpp loaded it as
+    valid, and the damaged cache served every later process. A checksum now rejects it."""
+    from langchain_core.messages import HumanMessage, SystemMessage
+
+    question = [SystemMessage("You are a helpful assistant. " * 12), HumanMessage("Capital of France?")]
+    settings = {"n_batch": 32, "max_tokens": 8, "prompt_state_dir": str(tmp_path)}
+    gemma(**settings).invoke(question)
+    (saved,) = tmp_path.glob("*.state")
+    data = bytearray(saved.read_bytes())
+    assert len(data) > 400_000
+    data[300_000:304_000] = bytes([0x7B, 0x7F]) * 2000  # where llama.cpp's own checks see nothing
+    saved.write_bytes(bytes(data))
+
+    damaged = gemma(**settings).invoke(question)
+    assert "input_token_details" not in (damaged.usage_metadata or {})  # read afresh, not from the file
+    assert saved.read_bytes() != bytes(data)  # replaced by the state of the prompt read afresh
+    again = gemma(**settings).invoke(question)
+    assert again.usage_metadata["input_token_details"]["cache_read"] >= 32  # type: ignore[index]
+    assert (
+        again.content
+        == damaged.content
+        == gemma(**{**settings, "prompt_state_dir": None}).invoke(question).content
+    )
