@@ -18,6 +18,7 @@ from typing import Any, cast
 from langchain_core.callbacks import Callbacks
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables.config import DEFAULT_RECURSION_LIMIT
 
 from explicit_react import drivers
 from explicit_react.deadline import CallTimedOut, Deadline, DeadlineExceeded
@@ -337,7 +338,15 @@ def call_config(run: RunnableConfig | None, callbacks: Callbacks) -> RunnableCon
     its child runs (``patch_config``): configurable values, tags, metadata and recursion limit. The
     run's own name, id and callbacks are the agent run's, not the call's; its ``max_concurrency``
     bounds the batch the run is one of (``abatch``), not one model call."""
-    passed = {key: value for key, value in (run or {}).items() if key not in _RUN_OWN}
+    if not run:
+        return RunnableConfig(callbacks=callbacks)
+    passed = {  # empty and default values left out: each costs LangChain work at every call
+        key: value
+        for key, value in run.items()
+        if value
+        and key not in _RUN_OWN
+        and not (key == "recursion_limit" and value == DEFAULT_RECURSION_LIMIT)
+    }
     return cast(RunnableConfig, {**passed, "callbacks": callbacks})
 
 

@@ -43,9 +43,21 @@ def mark_lines(
     """``text`` with ``MARK`` in front of each line that starts with one of ``labels`` and a colon
     (or with ``[n]`` when ``document_markers``). The first line is left alone unless
     ``first_line``: it usually follows a label of the agent's own (``Observation: ``)."""
-    longest_first = tuple(sorted(set(labels), key=lambda label: (-len(label), label)))
-    pattern = _pattern(longest_first, document_markers, first_line)
+    if not first_line and _A_BREAK.search(text) is None:
+        return text  # one line, and the first is left alone (most observations: no regex pass)
+    if not document_markers and ":" not in text:  # every label ends in a colon
+        return text
+    labels = tuple(labels)
+    pattern = _pattern(_longest_first(labels), document_markers, first_line)
     return pattern.sub(MARK, text) if pattern is not None else text
+
+
+_A_BREAK = re.compile(f"[{_BREAKS}]")
+
+
+@lru_cache(maxsize=64)
+def _longest_first(labels: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(sorted(set(labels), key=lambda label: (-len(label), label)))
 
 
 @lru_cache(maxsize=64)
