@@ -78,6 +78,7 @@ class LoopBridge:
         self._handlers: list[BaseCallbackHandler] = []  # as given: those that hear an open run's end
         self._lock = threading.Lock()
         self._open: dict[UUID, tuple[str, dict[str, Any]]] = {}  # run id: its start event, arguments
+        self._ending: dict[UUID, tuple[str, dict[str, Any]]] = {}  # runs whose end event is being heard
         self._over = GivenUp()  # set by ``close``: a proxy waiting for a coroutine stops waiting
 
     @classmethod
@@ -131,11 +132,14 @@ class LoopBridge:
         with self._lock:
             if self._over.is_set():
                 raise _Dropped(event)
+            # Events of one call are fired one after another, in its thread: a new one means the
+            # last has reached every handler, so the runs it ended are over.
+            self._ending.clear()
             run_id = kwargs.get("run_id")
             if event in _ENDINGS and run_id is not None:
                 self._open[run_id] = (event, kwargs)
-            elif event in _ENDS and run_id is not None:
-                self._open.pop(run_id, None)
+            elif event in _ENDS and run_id is not None and run_id in self._open:
+                self._ending[run_id] = self._open.pop(run_id)
 
     async def close(self, error: BaseException | None = None) -> None:
         """The call is over: later events are dropped; with ``error`` (it was given up: cancelled,
@@ -143,7 +147,10 @@ class LoopBridge:
         async call's runs do when it is cancelled."""
         with self._lock:
             self._over.set()
-            still_open, self._open = list(self._open.items()), {}
+            # A run whose end event was still being heard when the call was given up did not end
+            # for every handler (``_OnLoop`` stops the event there): it ends with the error too.
+            still_open = [*self._open.items(), *self._ending.items()]
+            self._open, self._ending = {}, {}
         if error is None:
             return
         for run_id, (event, started) in reversed(still_open):
@@ -159,8 +166,9 @@ class LoopBridge:
 
     def run_on_loop(self, coroutine: Any) -> Any:
         """Run an async handler's ``coroutine`` on the caller's loop, in this thread's context, and
-        wait for it from the worker thread. Dropped (closed, or its task cancelled) when the loop is
-        closed or the call is over before it ends. Called on that loop itself (an awaitable the
+        wait for it from the worker thread. Dropped when the loop is closed (``None``), or when the
+        call is over before the coroutine ends (closed, or its task cancelled, and ``_Dropped``
+        raised, so no handler after this one hears the event). Called on that loop itself (an awaitable the
         blocking call returned, awaited there), the coroutine is left to LangChain as before."""
         loop = self.loop
         try:
@@ -172,13 +180,15 @@ class LoopBridge:
         context = contextvars.copy_context()
         finished = threading.Event()
         started: list[asyncio.Task[Any]] = []
+        starting = threading.Lock()  # the task is made, or the worker has stopped waiting: not both
 
         def start() -> None:
-            if finished.is_set():  # the call was over before the loop came to it
-                coroutine.close()
-                return
-            task = context.run(loop.create_task, coroutine)
-            started.append(task)
+            with starting:
+                if finished.is_set():  # the call was over before the loop came to it
+                    coroutine.close()
+                    return
+                task = context.run(loop.create_task, coroutine)
+                started.append(task)
             task.add_done_callback(lambda _: finished.set())
 
         try:
@@ -191,15 +201,18 @@ class LoopBridge:
             finished.wait()
         finally:
             forget()
-        task = started[0] if started else None
+        with starting:
+            task = started[0] if started else None
         if task is None:  # the call is over first: the event is dropped (``start`` closes it)
             if loop.is_closed():
                 coroutine.close()  # ``start`` never ran, and never will
-            return None
+            raise _Dropped("the call was given up before this handler heard the event")
         if not task.done():
             with contextlib.suppress(RuntimeError):  # the loop is closed: the task ran its last
                 loop.call_soon_threadsafe(task.cancel)
-            return None
+            # The handlers after this one do not hear the event either: the run ends with the
+            # error that gave the call up (``close``), not with a late end.
+            raise _Dropped("the call was given up while this handler heard the event")
         return None if task.cancelled() else task.result()
 
 

@@ -12,6 +12,7 @@ Importing this module does not import llama_cpp.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import sys
@@ -67,6 +68,7 @@ def _problem(text: str, root: str, vocab: int) -> str | None:
         return llama_cpp.llama_sampler_init_grammar(pointer, text.encode("utf-8"), root.encode("utf-8"))
 
     sampler, said = _with_stderr(parse)
+    said = _given_back(said, text)
     if sampler:
         llama_cpp.llama_sampler_free(sampler)
         return None
@@ -97,6 +99,22 @@ def _with_stderr(call: Callable[[], T]) -> tuple[T, str]:
             os.close(saved)
         captured.seek(0)
         return result, captured.read().decode("utf-8", errors="replace") + logged
+
+
+def _given_back(captured: str, grammar: str) -> str:
+    """llama.cpp's own lines of what was captured (its ``parse:`` error, the grammar it echoes, its
+    ``failed to parse grammar``); any other line (another thread wrote to standard error during the
+    check) is written to standard error after all, not lost and not taken for the reason."""
+    echoed = {line.strip() for line in grammar.splitlines()}
+    ours, others = [], []
+    for line in captured.splitlines(keepends=True):
+        bare = line.strip()
+        own = not bare or bare in echoed or bare.startswith(("parse: ", "failed to parse grammar", "llama_"))
+        (ours if own else others).append(line)
+    if others:
+        with contextlib.suppress(OSError):
+            os.write(2, "".join(others).encode("utf-8", errors="replace"))
+    return "".join(ours)
 
 
 def _reason(log: str) -> str:

@@ -29,7 +29,9 @@ _BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 _INVISIBLE = "\u200b-\u200d\u2060\ufeff"  # zero-width spaces and joiners
 # One starred union each (no two stars side by side): a long run of spaces is read once, not per split.
 _LEAD = rf"(?:[^\S{_BREAKS}]|[*_#`~{_INVISIBLE}])*"
-_COLON = rf"(?:[^\S{_BREAKS}]|[*_`~{_INVISIBLE}])*:"
+# A number may stand before the colon ("Observation 2:", which the agent itself reads as an
+# observation: llm.cut_invented_observation), and the colon may be a full-width one.
+_COLON = rf"(?:[^\S{_BREAKS}]|[*_`~{_INVISIBLE}])*(?:\d+(?:[^\S{_BREAKS}])*)?[:\uff1a]"
 _DOCUMENT_MARKER = r"\[[ \t]*\d+[ \t]*\]"
 
 
@@ -45,7 +47,7 @@ def mark_lines(
     ``first_line``: it usually follows a label of the agent's own (``Observation: ``)."""
     if not first_line and _A_BREAK.search(text) is None:
         return text  # one line, and the first is left alone (most observations: no regex pass)
-    if not document_markers and ":" not in text:  # every label ends in a colon
+    if not document_markers and ":" not in text and "\uff1a" not in text:  # every label ends in a colon
         return text
     labels = tuple(labels)
     pattern = _pattern(_longest_first(labels), document_markers, first_line)
@@ -62,7 +64,7 @@ def _longest_first(labels: tuple[str, ...]) -> tuple[str, ...]:
 
 @lru_cache(maxsize=64)
 def _pattern(labels: tuple[str, ...], document_markers: bool, first_line: bool) -> re.Pattern[str] | None:
-    words = [r"[ \t]+".join(map(re.escape, label.split())) for label in labels if label.strip()]
+    words = [r"[ \t\u00a0]+".join(map(re.escape, label.split())) for label in labels if label.strip()]
     starts = [rf"(?:{'|'.join(words)}){_COLON}"] if words else []
     if document_markers:
         starts.append(_DOCUMENT_MARKER)

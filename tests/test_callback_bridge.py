@@ -262,3 +262,39 @@ def test_a_sync_tool_given_up_at_its_time_limit_ends_its_run_with_the_timeout(ki
     asyncio.run(main())
     assert recorder.events == ["tool_start", "tool_error(CallTimedOut)"]
     assert async_recorder.events == ["tool_error(CallTimedOut)"]
+
+
+def test_a_tool_given_up_while_an_async_handler_hears_its_end_ends_with_the_timeout() -> None:
+    """The tool returned, but its time ran out while an async handler was still hearing its
+    ``on_tool_end``: the handlers after it do not hear a late success; every handler hears the
+    timeout (before, the sync one heard ``tool_end`` after the give-up and nobody heard the error)."""
+    hearing, release = threading.Event(), asyncio.Event()
+
+    class Stuck(AsyncCallbackHandler):
+        def __init__(self) -> None:
+            self.errors: list[str] = []
+
+        async def on_tool_end(self, output: Any, **kwargs: Any) -> None:
+            hearing.set()
+            await release.wait()  # held until the run is over
+
+        async def on_tool_error(self, error: BaseException, **kwargs: Any) -> None:
+            self.errors.append(type(error).__name__)
+
+    @tool
+    def search(query: str) -> str:
+        """Look up a fact."""
+        return f"found {query}"
+
+    recorder, stuck = Recorder(), Stuck()
+    agent = ExplicitReActAgent(ScriptedChatModel([ACT, ANSWER]), [search], tool_timeout=0.5)
+
+    async def main() -> dict[str, Any]:
+        result = await asyncio.wait_for(agent.ainvoke("q", {"callbacks": [stuck, recorder]}), GUARD)
+        release.set()
+        return result
+
+    result = asyncio.run(main())
+    assert hearing.is_set() and "timed out" in result["steps"][0]["observation"]
+    assert recorder.events == ["tool_start", "tool_error(CallTimedOut)"]
+    assert stuck.errors == ["CallTimedOut"]

@@ -318,3 +318,20 @@ def test_the_grammar_uses_bounds_not_nesting() -> None:
     """maxLength 2000 was written as 2000 nested optional groups, which llama.cpp rejects."""
     grammar = tool_grammar(raw_tool("note", Note.model_json_schema()))
     assert re.search(r"char\{0,2000\}", grammar) and "((" not in grammar
+
+
+def test_another_threads_stderr_during_a_check_is_given_back_not_taken_for_the_reason(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """Standard error is a file for the instant of a check: a line another thread wrote then is
+    written out afterwards, and the reason is llama.cpp's own."""
+    from explicit_react.llama_grammar_check import _given_back, _reason
+
+    grammar = "root ::= undefined-rule"
+    captured = (
+        "parse: error parsing grammar: Undefined rule identifier 'undefined-rule'\n"
+        "worker 3 error: from a logger\n\nroot ::= undefined-rule\nfailed to parse grammar\n"
+    )
+    kept = _given_back(captured, grammar)
+    assert "worker 3" not in kept and "worker 3 error: from a logger" in capfd.readouterr().err
+    assert _reason(kept) == "Undefined rule identifier 'undefined-rule' (in 'root ::= undefined-rule')"
