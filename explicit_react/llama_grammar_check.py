@@ -106,7 +106,8 @@ def _given_back(captured: str, grammar: str) -> str:
     ``failed to parse grammar``); any other line (another thread wrote to standard error during the
     check) is written to standard error after all, not lost and not taken for the reason."""
     echoed = {line.strip() for line in grammar.splitlines()}
-    ours, others = [], []
+    ours: list[str] = []
+    others: list[str] = []
     for line in captured.splitlines(keepends=True):
         bare = line.strip()
         own = not bare or bare in echoed or bare.startswith(("parse: ", "failed to parse grammar", "llama_"))
