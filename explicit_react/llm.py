@@ -122,7 +122,7 @@ def message_text(content: Any) -> str:
             if isinstance(part, str):
                 texts.append(part)
             elif isinstance(part, dict) and part.get("type") == "text":
-                texts.append(str(part.get("text", "")))
+                texts.append(str(part.get("text") or ""))  # a part may hold "text": None
         return "".join(texts)
     return "" if content is None else str(content)
 
@@ -132,8 +132,18 @@ def usage_of(message: Any) -> TokenUsage:
     meta = getattr(message, "usage_metadata", None)
     if not meta:
         return TokenUsage()
-    n_in, n_out = int(meta.get("input_tokens", 0)), int(meta.get("output_tokens", 0))
-    return TokenUsage(n_in, n_out, int(meta.get("total_tokens", n_in + n_out)))
+    n_in, n_out = _count(meta.get("input_tokens")), _count(meta.get("output_tokens"))
+    total = _count(meta.get("total_tokens"))
+    return TokenUsage(n_in, n_out, total or n_in + n_out)
+
+
+def _count(value: Any) -> int:
+    """A token count as a client reports it; ``None`` or anything else that is no number: 0 (some
+    clients send ``None`` for a count they do not know, and a missing count is no reason to fail)."""
+    try:
+        return int(value) if value is not None else 0
+    except (TypeError, ValueError):
+        return 0
 
 
 def _tool_calls(reply: Any) -> tuple[dict[str, Any], ...]:

@@ -54,6 +54,30 @@ def test_usage_metadata_from_the_provider_is_used() -> None:
 
 
 @pytest.mark.parametrize(
+    ("meta", "total"),
+    [
+        ({"input_tokens": None, "output_tokens": 4}, 4),  # a count the client does not know
+        ({"input_tokens": 10, "output_tokens": 4}, 14),  # no total: the sum
+        ({"input_tokens": 10, "output_tokens": 4, "total_tokens": None}, 14),
+        ({"input_tokens": "n/a", "output_tokens": 4, "total_tokens": 4}, 4),
+    ],
+)
+def test_usage_counts_a_client_leaves_out_or_sends_as_none_are_zero(meta: dict[str, Any], total: int) -> None:
+    """A reply whose usage holds ``None`` failed the call (``int(None)``): usage is no reason to fail."""
+    from types import SimpleNamespace
+
+    from explicit_react.llm import usage_of
+
+    assert usage_of(SimpleNamespace(usage_metadata=meta)).total_tokens == total
+
+
+def test_a_text_part_holding_none_is_no_text() -> None:
+    assert (
+        message_text([{"type": "text", "text": None}, "Final Answer: x"]) == "Final Answer: x"
+    )  # not "None..."
+
+
+@pytest.mark.parametrize(
     ("exc", "transient"),
     [
         (ConnectionError("x"), True),
