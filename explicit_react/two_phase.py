@@ -36,6 +36,7 @@ from explicit_react.prompt import load_template, render
 from explicit_react.scratchpad import truncate_middle
 from explicit_react.transport import NativeToolCalling, Turn
 from explicit_react.types import FinalAnswer
+from explicit_react.untrusted import mark_lines
 
 MAX_THOUGHT_CHARS = 4000
 """A longer thought keeps its head and tail with ``[... N characters cut ...]`` between them, before
@@ -211,7 +212,9 @@ class TwoPhase(NativeToolCalling):
 
 def transcript(messages: Sequence[BaseMessage]) -> str:
     """The conversation as ReAct text: the question, then each call as Thought / Action / Action
-    Input and its result as an Observation (the system message is left out: it is the actor's)."""
+    Input and its result as an Observation (the system message is left out: it is the actor's). A
+    tool's result is outside text: its lines that could pass for the format's are marked
+    (``untrusted.mark_lines``), as in the text protocol's scratchpad."""
     lines: list[str] = []
     for m in messages:
         if isinstance(m, SystemMessage):
@@ -224,7 +227,7 @@ def transcript(messages: Sequence[BaseMessage]) -> str:
                 lines.append(f"{ACTION}: {call['name']}")
                 lines.append(f"{ACTION_INPUT}: {json.dumps(call['args'], ensure_ascii=False)}")
         elif isinstance(m, ToolMessage):
-            lines.append(f"{OBSERVATION}: {text}")
+            lines.append(f"{OBSERVATION}: {mark_lines(text)}")
         else:
             lines.append(text)
     return "\n".join(lines)
