@@ -13,7 +13,7 @@ from explicit_react.context import ContextDocument, read_context
 from explicit_react.context import format_context as format_context  # its old home; kept importable
 from explicit_react.errors import ConfigurationError
 from explicit_react.scratchpad import format_tool_input, truncate_middle
-from explicit_react.types import AgentResult, Step
+from explicit_react.types import AgentResult, Step, TokenUsage
 
 MAX_INLINE_DOCUMENTS = 8
 """With more context documents than this, they go into a ``knowledge_search`` tool instead of the prompt."""
@@ -114,16 +114,39 @@ class GeneralQAAgent:
     @staticmethod
     def to_response(result: AgentResult) -> dict[str, Any]:
         """The service response for a result."""
-        return {
-            "answer": result.answer,
-            "steps": [describe_step(i, s) for i, s in enumerate(result.steps, 1)],
-            "success": result.success,
-            "detailed_steps": [s.to_dict() for s in result.steps],
-            "stop_reason": result.stop_reason.value,
-            "error": result.error,
-            "usage": result.usage.to_dict(),
-            "elapsed_seconds": result.elapsed_seconds,
-        }
+        return response(
+            result.answer,
+            result.steps,
+            success=result.success,
+            stop_reason=result.stop_reason.value,
+            error=result.error,
+            usage=result.usage,
+            elapsed_seconds=result.elapsed_seconds,
+        )
+
+
+def response(
+    answer: str,
+    steps: Sequence[Step],
+    *,
+    success: bool,
+    stop_reason: str | None,
+    error: str | None,
+    usage: TokenUsage,
+    elapsed_seconds: float,
+) -> dict[str, Any]:
+    """The service response's keys: for a result (``to_response``) and for a run that raised
+    (``records.qa_failure``, ``stop_reason`` ``None``)."""
+    return {
+        "answer": answer,
+        "steps": [describe_step(i, s) for i, s in enumerate(steps, 1)],
+        "success": success,
+        "detailed_steps": [s.to_dict() for s in steps],
+        "stop_reason": stop_reason,
+        "error": error,
+        "usage": usage.to_dict(),
+        "elapsed_seconds": elapsed_seconds,
+    }
 
 
 def latest_turns(turns: tuple[tuple[str, str], ...], max_chars: int) -> tuple[tuple[str, str], ...]:

@@ -24,7 +24,7 @@ from langchain_core.runnables import RunnableConfig
 from explicit_react.agent import AgentInput, ExplicitReActAgent
 from explicit_react.context import read_input
 from explicit_react.errors import ConfigurationError
-from explicit_react.qa import GeneralQAAgent, describe_step
+from explicit_react.qa import GeneralQAAgent, response
 from explicit_react.redaction import error_message
 from explicit_react.types import AgentResult, Step, TokenUsage
 
@@ -173,17 +173,15 @@ def qa_failure(
 ) -> dict[str, Any]:
     """A record with ``GeneralQAAgent.answer()``'s keys for a question whose run raised ``exc``:
     the steps it completed, ``success`` false, ``stop_reason`` ``None``, ``error``."""
-    usage = sum((step.usage for step in steps), TokenUsage())
-    return {
-        "answer": "",
-        "steps": [describe_step(i, step) for i, step in enumerate(steps, 1)],
-        "success": False,
-        "detailed_steps": [step.to_dict() for step in steps],
-        "stop_reason": None,
-        "error": error_text(exc),
-        "usage": usage.to_dict(),
-        "elapsed_seconds": round(elapsed_seconds, 6),
-    }
+    return response(
+        "",
+        steps,
+        success=False,
+        stop_reason=None,
+        error=error_text(exc),
+        usage=sum((step.usage for step in steps), TokenUsage()),
+        elapsed_seconds=round(elapsed_seconds, 6),
+    )
 
 
 def _question_text(question: Any) -> str:
