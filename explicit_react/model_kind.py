@@ -63,18 +63,20 @@ def _called_by(llm: Any) -> list[Any]:
     return passed_on_to(llm)
 
 
-def _leaves(llm: Any, children: Any, depth: int = 0) -> Iterator[Any]:
+def _walk(llm: Any, children: Any, *, leaves: bool = False, depth: int = 0) -> Iterator[Any]:
+    """``llm`` and what it calls (``children``), depth first; with ``leaves``, only the runnables
+    that call nothing further (the models)."""
     parts = children(llm) if depth < _MAX_DEPTH else []
-    if not parts:
+    if not (leaves and parts):
         yield llm
     for part in parts:
-        yield from _leaves(part, children, depth + 1)
+        yield from _walk(part, children, leaves=leaves, depth=depth + 1)
 
 
 def models_inside(llm: Any) -> list[Any]:
     """What a call to ``llm`` reaches with its keyword arguments, beneath the wrappers: ``[llm]``
     for a bare model."""
-    return list(_leaves(llm, passed_on_to))
+    return list(_walk(llm, passed_on_to, leaves=True))
 
 
 def takes_stop(llm: Any) -> bool:
@@ -97,12 +99,6 @@ def bound_stops(llm: Any) -> list[str]:
     return stops
 
 
-def _walk(llm: Any, children: Any, depth: int = 0) -> Iterator[Any]:
-    yield llm
-    for part in children(llm) if depth < _MAX_DEPTH else []:
-        yield from _walk(part, children, depth + 1)
-
-
 def with_bound_stops(stop: Sequence[str], llm: Any) -> list[str]:
     """``stop`` and then the stops bound to ``llm`` (``bound_stops``), each once."""
     return list(dict.fromkeys([*stop, *bound_stops(llm)]))
@@ -114,7 +110,7 @@ def has_native_async(llm: Any) -> bool:
     API: a chat model or LLM without an async method of its own, a sync-only ``RunnableLambda``, or
     a runnable that keeps ``Runnable.ainvoke``. LangChain runs those in the event loop's default
     executor, whose threads a hung call keeps alive at exit: ``asyncio.run`` waits for them."""
-    return all(_native_async(part) for part in _leaves(llm, _called_by))
+    return all(_native_async(part) for part in _walk(llm, _called_by, leaves=True))
 
 
 def _native_async(llm: Any) -> bool:
@@ -141,7 +137,8 @@ def async_only(llm: Any) -> bool:
     whose ``invoke`` raises. (An async-only chat model is known only when its sync call raises
     ``NotImplementedError``: the adapter then awaits it.)"""
     return any(
-        isinstance(part, RunnableLambda) and not hasattr(part, "func") for part in _leaves(llm, _called_by)
+        isinstance(part, RunnableLambda) and not hasattr(part, "func")
+        for part in _walk(llm, _called_by, leaves=True)
     )
 
 
