@@ -318,3 +318,29 @@ def test_a_unit_glued_to_a_number_prints_no_python_warning(capfd: Any) -> None:
 @pytest.mark.parametrize("expression", ["x ^ 2", "price ^ 2", "2 ^ 3 + 1"])
 def test_an_unsupported_operator_is_named_before_its_operands_are_read(expression: str) -> None:
     assert calculator.invoke(expression) == "Error: ^ is not a power operator here; use ** (e.g. 2 ** 10)"
+
+
+@pytest.mark.parametrize(
+    ("expression", "expected"),
+    [
+        ("min(1)", "1"),
+        ("max(1)", "1"),
+        ("max(-3)", "-3"),
+        ("min(2.5) * 2", "5"),
+        ("max(1,595)", "595"),  # still two arguments
+        ("sum(5)", "5"),
+        ("sum()", "0"),
+    ],
+)
+def test_min_max_and_sum_of_a_single_number_are_that_number(expression: str, expected: str) -> None:
+    """Python's min(1) wants an iterable ("'int' object is not iterable"); the calculator's functions
+    take the numbers themselves, so one number is the smallest and the largest of itself."""
+    assert calculator.invoke(expression) == expected
+
+
+@pytest.mark.parametrize("name", ["min", "max"])
+def test_min_or_max_of_nothing_says_it_needs_a_number(name: str) -> None:
+    assert (
+        calculator.invoke(f"{name}()")
+        == f"Error: cannot compute '{name}()': {name}() needs at least one number"
+    )

@@ -15,7 +15,13 @@ import pytest
 from langchain_core.tools import BaseTool
 
 from explicit_react.tools import file_tools
-from explicit_react.tools.files import MAX_EDITED_FILE_BYTES, MAX_MATCHES, MAX_READ_LINES, Workspace
+from explicit_react.tools.files import (
+    MAX_EDITED_FILE_BYTES,
+    MAX_MATCHES,
+    MAX_PLACES_COUNTED,
+    MAX_READ_LINES,
+    Workspace,
+)
 
 SENTINEL = "outside content: do not touch\n"
 
@@ -296,3 +302,50 @@ def test_read_file_looks_for_a_nul_byte_only_as_far_as_the_edit_size_cap(workspa
     (workspace / "huge.log").write_bytes(b"line\n" * lines + b"\x00")
     read = tools_by_name(workspace)["read_file"]
     assert read.invoke({"path": "huge.log", "end": 1}) == "    1  line"
+
+
+@pytest.mark.parametrize(
+    "separator", ["\f", "\x0b", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029", "\r"]
+)
+def test_grep_numbers_lines_as_read_file_does(workspace: Path, separator: str) -> None:
+    """Only "\\n" ends a line: a form feed, U+2028 or a lone \\r inside a line (as in GNU-style C or
+    a JSON string) does not shift the line numbers grep gives from those read_file shows."""
+    (workspace / "src.c").write_text(f"int a;\n{separator}\nint b; {separator} x\nTARGET();\n", newline="")
+    tools = tools_by_name(workspace)
+    assert tools["grep"].invoke({"pattern": "TARGET", "path": "src.c"}) == "src.c:4: TARGET();"
+    assert tools["read_file"].invoke({"path": "src.c", "start": 4}) == "    4  TARGET();"
+    assert tools["grep"].invoke({"pattern": "int b", "path": "src.c"}) == f"src.c:3: int b; {separator} x"
+
+
+def test_grep_matches_the_end_of_a_crlf_line_and_not_past_the_last_line(workspace: Path) -> None:
+    (workspace / "dos.txt").write_bytes(b"first\r\nsecond\r\n")
+    grep = tools_by_name(workspace)["grep"]
+    assert grep.invoke({"pattern": "d$", "path": "dos.txt", "is_regex": True}) == "dos.txt:2: second"
+    assert grep.invoke({"pattern": "^$", "path": "dos.txt", "is_regex": True}) == (
+        "No matches for '^$' in dos.txt."
+    )
+
+
+def test_an_edit_whose_old_text_overlaps_itself_in_two_places_is_refused(workspace: Path) -> None:
+    """Two "pass" lines occur at lines 3-4 and at lines 4-5: which to replace is ambiguous."""
+    before = "def f():\n    if x:\n        pass\n        pass\n        pass\n"
+    (workspace / "f.py").write_text(before)
+    edit = tools_by_name(workspace)["edit_file"]
+    observation = edit.invoke(
+        {"path": "f.py", "old": "        pass\n        pass\n", "new": "        return 1\n"}
+    )
+    assert observation == (
+        "Error: `old` text matches 2 places in f.py; include more surrounding lines so it matches exactly once"
+    )
+    assert edit.invoke({"path": "f.py", "old": "aa", "new": "b"}).startswith("Error: `old` text not found")
+    (workspace / "a.txt").write_text("aaaa")  # "aa" starts at three places, two of them apart
+    assert edit.invoke({"path": "a.txt", "old": "aa", "new": "b"}).startswith(
+        "Error: `old` text matches 3 places in a.txt"
+    )
+    assert (workspace / "f.py").read_text() == before
+    assert (workspace / "a.txt").read_text() == "aaaa"
+    assert edit.invoke({"path": "a.txt", "old": "aaaa", "new": "b"}) == "Edited a.txt (1 replacement)."
+    (workspace / "many.txt").write_text("a" * 300)  # places are counted only so far
+    assert edit.invoke({"path": "many.txt", "old": "a", "new": "b"}).startswith(
+        f"Error: `old` text matches more than {MAX_PLACES_COUNTED} places in many.txt"
+    )

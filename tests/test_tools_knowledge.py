@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import codecs
 from pathlib import Path
 from typing import Any
 
@@ -260,14 +261,14 @@ def _folder(tmp_path: Path) -> Path:
 def test_from_folder_skips_unreadable_files_with_a_warning(tmp_path: Path, monkeypatch) -> None:
     folder = _folder(tmp_path)
     (folder / "private.txt").write_text("The payroll total is 5 dollars.")
-    real_read_text = Path.read_text
+    real_read_bytes = Path.read_bytes
 
-    def read_text(path: Path, *args, **kwargs) -> str:
+    def read_bytes(path: Path) -> bytes:
         if path.name == "private.txt":
             raise PermissionError(13, "Permission denied", str(path))
-        return real_read_text(path, *args, **kwargs)
+        return real_read_bytes(path)
 
-    monkeypatch.setattr(Path, "read_text", read_text)
+    monkeypatch.setattr(Path, "read_bytes", read_bytes)
     with pytest.warns(UserWarning, match=r"skipped .*private\.txt \(Permission denied\)"):
         tool = KnowledgeBaseTool.from_folder(folder)
     assert sorted({p.source for p in tool.passages}) == ["locked/hidden.md", "notes.md"]
@@ -513,3 +514,53 @@ def test_coverage_does_not_count_a_repeated_passage() -> None:
     # A query the results cover at once: the copy does not take the place of a third passage.
     sources = [passage.source for _, passage in KnowledgeBaseTool(documents, k=3).search("Rover X2")]
     assert len(sources) == 3 and "copy" not in sources
+
+
+def test_from_folder_drops_a_utf8_byte_order_mark(tmp_path: Path) -> None:
+    """Windows Notepad saves UTF-8 with a BOM: the first line is still a heading."""
+    (tmp_path / "with_bom.md").write_text(
+        "# Zorblax warranty\n\nThe period is five years.\n", encoding="utf-8-sig"
+    )
+    tool = KnowledgeBaseTool.from_folder(tmp_path)
+    assert [p.text for p in tool.passages] == ["# Zorblax warranty The period is five years."]
+    assert tool.invoke("zorblax period") == "1. [with_bom.md] # Zorblax warranty The period is five years."
+
+
+@pytest.mark.parametrize(
+    ("mark", "encoding"),
+    [
+        (codecs.BOM_UTF16_LE, "utf-16-le"),
+        (codecs.BOM_UTF16_BE, "utf-16-be"),
+        (codecs.BOM_UTF32_LE, "utf-32-le"),
+    ],
+    ids=["utf-16-le", "utf-16-be", "utf-32-le"],
+)
+def test_from_folder_reads_a_file_that_starts_with_a_utf16_or_utf32_byte_order_mark(
+    tmp_path: Path, mark: bytes, encoding: str
+) -> None:
+    """As Windows tools (PowerShell's Out-File, Notepad's "Unicode") save text: not mojibake."""
+    text = "# Kumquats\n\nThe kumquat ships in M\u00e4rz.\n"
+    (tmp_path / "wide.md").write_bytes(mark + text.encode(encoding))
+    tool = KnowledgeBaseTool.from_folder(tmp_path)
+    assert [p.text for p in tool.passages] == ["# Kumquats The kumquat ships in M\u00e4rz."]
+    assert tool.invoke("kumquat").startswith("1. [wide.md] # Kumquats")
+
+
+def test_from_folder_skips_a_binary_file_with_a_warning(tmp_path: Path) -> None:
+    (tmp_path / "notes.md").write_text("The robot weighs 9 kg.")
+    (tmp_path / "blob.md").write_bytes(b"robot\x00\x01\x02" * 100)
+    with pytest.warns(UserWarning, match=r"skipped .*blob\.md \(a binary file: it holds NUL bytes\)"):
+        tool = KnowledgeBaseTool.from_folder(tmp_path)
+    assert [p.source for p in tool.passages] == ["notes.md"]
+
+
+@pytest.mark.parametrize("metadata", ["faq.md", ["source", "faq.md"], 7])
+def test_metadata_that_is_not_a_mapping_is_a_developer_error(metadata: Any) -> None:
+    class Page:  # anything with page_content counts as a Document
+        page_content = "text"
+
+    page = Page()
+    page.metadata = metadata  # type: ignore[attr-defined]
+    for document in ({"content": "text", "metadata": metadata}, page):
+        with pytest.raises(TypeError, match=r"document 2 has 'metadata' that is not a mapping"):
+            KnowledgeBaseTool(["first", document])

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
+import subprocess
+import sys
 import time
 import uuid
 import warnings
@@ -13,7 +16,8 @@ from typing import Any
 import pytest
 
 from explicit_react.tools import PythonREPLTool, _sandbox
-from explicit_react.tools.python import sandbox_environment, strip_code_fence
+from explicit_react.tools._child_pipes import Capture, last_line_text, reported_exit
+from explicit_react.tools.python import RUNNER, sandbox_environment, signal_that_ended, strip_code_fence
 
 
 def python_tool(**settings: Any) -> PythonREPLTool:
@@ -271,3 +275,103 @@ def test_the_isolation_warning_points_at_the_line_that_creates_the_tool(
         PythonREPLTool(allow_unisolated=allow_unisolated)
     assert [str(warning.message).split(":")[0] for warning in caught] == ["python_repl cannot isolate code"]
     assert caught[0].filename == __file__
+
+
+def test_an_error_message_longer_than_the_kept_stderr_still_names_the_exception() -> None:
+    """The traceback's last line is 110 KB long: more than the stderr tail the tool keeps (64 KB),
+    so the tail no longer holds the start of the line, which names the exception."""
+    observation = FAST.invoke("rows = list(range(20000))\nraise ValueError('bad rows: ' + repr(rows))")
+    assert observation.startswith("Error: ValueError: bad rows: [0, 1, 2, 3, 4, ")
+    assert len(observation.splitlines()[0]) == 4000 // 3
+    assert len(observation) <= 4000
+
+
+@pytest.mark.parametrize("piece", [1, 7, 4096, 65536])
+def test_stderr_keeps_the_start_of_its_last_line_that_is_not_blank(piece: int) -> None:
+    output = b"Traceback (most recent call last):\n  ...\nValueError: " + b"9, " * 40_000 + b"\n\n  \n"
+    capture = Capture(100, 1000, line_head=50)
+    for start in range(0, len(output), piece):
+        capture.add(output[start : start + piece])
+    assert capture.last_line == b"ValueError: " + b"9, " * 12 + b"9,"  # its first 50 bytes
+    assert last_line_text(capture, 20) == "ValueError: 9, 9, 9,"
+    capture.add(b"unfinished")  # a line not ended yet counts once it is not blank
+    assert capture.last_line == b"unfinished"
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        ("import sys\nsys.exit(137)", "Error: the code exited with status 137"),
+        ("import sys\nsys.exit(130)", "Error: the code exited with status 130"),
+        ("raise SystemExit(129)", "Error: the code exited with status 129"),
+        ("import os\nos._exit(137)", "Error: the code exited with status 137"),
+        (
+            "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)",
+            "Error: the process was killed (SIGKILL), probably by the memory or CPU limit",
+        ),
+        (
+            "import os, signal\nos.kill(os.getpid(), signal.SIGTERM)",
+            "Error: the process was killed by SIGTERM",
+        ),
+        (  # a forked process that exits with 137 speaks not for the code, which was then killed
+            "import os, signal\nif os.fork() == 0:\n    os._exit(137)\nos.wait()\nos.kill(os.getpid(), signal.SIGKILL)",
+            "Error: the process was killed (SIGKILL), probably by the memory or CPU limit",
+        ),
+    ],
+)
+def test_an_exit_status_above_128_is_told_from_a_signal(code: str, expected: str) -> None:
+    """In the sandbox bubblewrap reports a child killed by signal N as the status 128 + N, which
+    sys.exit(128 + N) gives too: sys.exit(137) read as "killed (SIGKILL) by the memory limit"."""
+    assert FAST.invoke(code) == expected
+
+
+def test_only_a_status_the_runner_did_not_report_is_read_as_a_signal() -> None:
+    """The parent's side of that distinction, checked also on machines without bubblewrap."""
+    assert signal_that_ended(137, isolated=True, reported_exit=None) == signal.SIGKILL
+    assert signal_that_ended(137, isolated=True, reported_exit=137) is None  # sys.exit(137)
+    assert signal_that_ended(137, isolated=True, reported_exit=0) == signal.SIGKILL  # killed after
+    assert signal_that_ended(137, isolated=False, reported_exit=None) is None  # unisolated: an exit
+    assert signal_that_ended(-signal.SIGSEGV, isolated=False, reported_exit=None) == signal.SIGSEGV
+    assert signal_that_ended(3, isolated=True, reported_exit=None) is None
+    assert signal_that_ended(200, isolated=True, reported_exit=None) is None  # no such signal
+
+
+@pytest.mark.parametrize(
+    ("code", "reported"),
+    [
+        ("print('ok')", 0),
+        ("import sys\nsys.exit(137)", 137),
+        ("import sys\nsys.exit(-1)", 255),
+        ("import sys\nsys.exit('bye')", 1),
+        ("1 / 0", 1),
+        ("import os\nos._exit(140)", 140),
+        ("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)", None),
+        (
+            "import os, signal\nif os.fork() == 0:\n    os._exit(7)\nos.wait()\nos.kill(os.getpid(), signal.SIGKILL)",
+            None,
+        ),
+    ],
+)
+def test_the_runner_reports_each_exit_it_makes_and_no_signal(
+    tmp_path: Path, code: str, reported: int | None
+) -> None:
+    """The runner itself, without a sandbox: what it writes to the report file it is given."""
+    subprocess.run(
+        [sys.executable, "-I", "-c", RUNNER.read_text(), "0", "0", "0", "0", "0", "", "status"],
+        input=code.encode(),
+        capture_output=True,
+        cwd=tmp_path,
+        timeout=30,
+    )
+    assert reported_exit(tmp_path / "status") == reported
+
+
+def test_a_report_file_the_code_replaced_is_no_report(tmp_path: Path) -> None:
+    """The working folder belongs to the code: a symlink or a FIFO there is not read."""
+    (tmp_path / "target").write_text("137\n")
+    (tmp_path / "link").symlink_to(tmp_path / "target")
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "words").write_text("exited 137\n")
+    assert reported_exit(tmp_path / "target") == 137
+    for name in ("link", "fifo", "words", "missing"):
+        assert reported_exit(tmp_path / name) is None

@@ -32,8 +32,8 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "ceil": math.ceil,
     "abs": abs,
     "round": lambda value, digits=None: round(value, _round_digits(digits)),
-    "min": min,
-    "max": max,
+    "min": lambda *values: _smallest_or_largest(min, values),
+    "max": lambda *values: _smallest_or_largest(max, values),
     "sum": lambda *values: sum(values),  # sum(140, 65, 38), as models write it
 }
 CONSTANTS: dict[str, float] = {"pi": math.pi, "e": math.e, "tau": math.tau}
@@ -41,6 +41,14 @@ CONSTANTS: dict[str, float] = {"pi": math.pi, "e": math.e, "tau": math.tau}
 
 class CalculationError(ValueError):
     """The expression is not supported arithmetic, or its result cannot be computed."""
+
+
+def _smallest_or_largest(choose: Callable[..., Number], values: tuple[Number, ...]) -> Number:
+    """``min`` or ``max`` of the numbers given as arguments, one number included: Python's ``min(1)``
+    takes its one argument for a list and fails ("'int' object is not iterable")."""
+    if not values:
+        raise TypeError(f"{choose.__name__}() needs at least one number")
+    return choose(values)
 
 
 def _round_digits(digits: Number | None) -> int | None:

@@ -2,11 +2,13 @@
 are opened, and without blocking (``open_regular``); a write replaces the file only once a temporary
 copy is complete and on disk (``replace_with``); lines are read a bounded piece at a time
 (``numbered_lines``, ``nul_ahead``); and text is decoded so that every byte that is not UTF-8 comes
-back unchanged when it is written (``decoded``, ``encoded``).
+back unchanged when it is written (``decoded``, ``encoded``). ``text_lines`` numbers the lines of
+a text as read_file does, for grep. ``file_text`` decodes a file the knowledge base indexes.
 """
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import errno
 import os
@@ -126,6 +128,17 @@ def numbered_lines(handle: Any) -> Iterator[tuple[int, bytes]]:
             return
 
 
+def text_lines(text: str) -> list[str]:
+    """The lines of ``text`` as ``numbered_lines`` numbers them for read_file: only ``\n`` ends a
+    line, and the ``\r`` of a CRLF end is dropped, as read_file drops it. ``str.splitlines`` also
+    breaks at a form feed, U+2028, a lone ``\r`` and more, so grep's line numbers drifted from
+    read_file's after such a character."""
+    lines = text.split("\n")
+    if lines[-1] == "":  # the end of the last line, not a line of its own
+        lines.pop()
+    return [line.rstrip("\r") for line in lines]
+
+
 def decoded(data: bytes) -> str:
     """UTF-8 text in which every byte that is not UTF-8 stands as a lone surrogate, so that
     ``encoded`` gives back exactly the same bytes (a Latin-1 ``é`` stays the byte 0xE9)."""
@@ -152,3 +165,25 @@ def encoded(text: str) -> bytes:
         return text.encode("utf-8", "surrogateescape")
     except UnicodeEncodeError:
         raise tool_error("the text holds a lone surrogate (an invalid character); write it as text") from None
+
+
+_WIDE_MARKS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),  # before UTF-16's little-endian mark, which begins it
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+"""The byte order marks of the encodings whose text is full of NUL bytes, and those encodings."""
+
+
+def file_text(data: bytes) -> str | None:
+    """The text of a document file (the knowledge base's), or ``None`` for a binary file, which
+    would be indexed as gibberish.
+
+    A file that starts with a UTF-16 or UTF-32 byte order mark (as Windows tools save "Unicode"
+    text) is read in that encoding, any other as UTF-8 without a UTF-8 mark: left in the text, the
+    mark Notepad writes hid the heading on the first line. Bytes that are not valid in the encoding
+    become U+FFFD. Text holding a NUL character is binary: no text file has one."""
+    encoding = next((name for mark, name in _WIDE_MARKS if data.startswith(mark)), "utf-8-sig")
+    text = data.decode(encoding, errors="replace")  # the utf-16/32 codecs read the mark and drop it
+    return None if "\x00" in text else text

@@ -1,11 +1,13 @@
 """The runner script of the Python sandbox. It runs ONLY in the child process, never in the agent's.
 
-``python -I -c SOURCE MEMORY_BYTES CPU_SECONDS FILE_BYTES PROCESSES KEYCTL FILTER`` (SOURCE: this
-file's text; 0 means no limit) first leaves the session keyring it inherited from the agent for a new,
-empty one (KEYCTL: the number of the ``keyctl`` system call here, 0 when unknown), installs the
+``python -I -c SOURCE MEMORY_BYTES CPU_SECONDS FILE_BYTES PROCESSES KEYCTL FILTER REPORT`` (SOURCE:
+this file's text; 0 means no limit) first leaves the session keyring it inherited from the agent for a
+new, empty one (KEYCTL: the number of the ``keyctl`` system call here, 0 when unknown), installs the
 seccomp filter FILTER (hex; empty: none, as in the sandbox, where bubblewrap installed it), sets its
 own resource limits, reads the code from stdin, runs it like a REPL cell (the repr of a final
-expression is printed) and exits 1 after printing the traceback of an uncaught exception. The agent
+expression is printed) and exits 1 after printing the traceback of an uncaught exception. Whenever it
+exits (``sys.exit`` and ``os._exit`` in the code included) it writes its exit status to the file
+REPORT in its working folder, so that python.py can tell ``sys.exit(137)`` from a SIGKILL. The agent
 process never imports this module; python.py only passes its text to the child interpreter.
 """
 
@@ -13,12 +15,18 @@ from __future__ import annotations
 
 import ast
 import builtins
+import contextlib
 import io
 import linecache
 import os
 import resource
 import sys
 import traceback
+from collections.abc import Callable
+
+TYPE_CHECKING = False  # typing is not imported at run time: importing it costs each call milliseconds
+if TYPE_CHECKING:
+    from typing import NoReturn
 
 FILENAME = "<code>"
 
@@ -52,6 +60,41 @@ def _keep_out_of_keyrings(keyctl: int, program: bytes) -> None:
         if libc.prctl(ctypes.c_int(pr_set_no_new_privs), ctypes.c_ulong(1), zero, zero, zero) == 0:
             mode = ctypes.c_ulong(seccomp_mode_filter)
             libc.prctl(ctypes.c_int(pr_set_seccomp), mode, ctypes.byref(fprog), zero, zero)
+
+
+def _report_exits(name: str) -> Callable[[object], None]:
+    """A function that writes the status this process exits with, given the argument of
+    ``sys.exit``, to the file ``name`` in the working folder; ``os._exit`` calls it too.
+
+    In the sandbox bubblewrap gives a child killed by signal N the exit status 128 + N, which
+    ``sys.exit(137)`` gives as well; python.py takes a status reported here for an exit. A file, not
+    a pipe passed down: no descriptor of the agent's stays open in the code's process. The folder is
+    held open from the start, since the code may change directory, and in the sandbox the folder's
+    own path leads through one the code's user may not enter. Only this process reports (one the
+    code forked runs the same code, and its exit is not the runner's), and never through a symlink
+    or into a FIFO the code put in the file's place."""
+    runner, exit_now = os.getpid(), os._exit
+    folder = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+
+    def report(code: object) -> None:
+        if os.getpid() != runner:
+            return
+        # As Python exits: None is 0, a number is taken modulo 256, anything else is printed and 1.
+        status = 0 if code is None else code & 0xFF if isinstance(code, int) else 1
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+        with contextlib.suppress(OSError):  # no report: python.py reads the status as bubblewrap gave it
+            descriptor = os.open(name, flags, 0o600, dir_fd=folder)
+            try:
+                os.write(descriptor, b"%d\n" % status)
+            finally:
+                os.close(descriptor)
+
+    def exit_reporting(status: int) -> NoReturn:
+        report(status)
+        exit_now(status)
+
+    os._exit = exit_reporting
+    return report
 
 
 def main() -> int:
@@ -121,4 +164,10 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    report_exit = _report_exits(sys.argv[7])
+    try:
+        code: object = main()
+    except SystemExit as exit_request:  # the code called sys.exit
+        code = exit_request.code
+    report_exit(code)
+    raise SystemExit(code)

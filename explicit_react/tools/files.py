@@ -35,6 +35,7 @@ from explicit_react.tools._file_io import (
     numbered_lines,
     open_regular,
     replace_with,
+    text_lines,
 )
 
 MAX_READ_LINES = 400
@@ -45,6 +46,7 @@ MAX_SEARCHED_FILE_BYTES = 2_000_000
 MAX_EDITED_FILE_BYTES = 10_000_000
 MAX_WRITTEN_CHARS = 10_000_000
 MAX_PATTERN_CHARS = 1_000
+MAX_PLACES_COUNTED = 100  # edit_file's refusal says "more than 100 places" beyond
 SKIPPED_DIRECTORIES = frozenset({".git", ".hg", ".svn", "__pycache__", "node_modules", ".venv", "venv"})
 
 
@@ -140,7 +142,7 @@ class Workspace:
                 continue
             text = decoded(data)
             utf8 = text.isascii() or not has_surrogates(text)
-            for number, line in enumerate(text.splitlines(), start=1):
+            for number, line in enumerate(text_lines(text), start=1):
                 # RE2 takes only text that encodes to UTF-8: a byte that is not UTF-8 (a surrogate
                 # here) is matched as U+FFFD, while the line shown keeps it, as read_file shows it.
                 if matcher.search(line if utf8 else matchable(line)):
@@ -204,15 +206,18 @@ class Workspace:
         return f"Edited {self.relative(real)} (1 replacement)."
 
     def _check_once(self, real: Path, text: str, old: str) -> None:
-        """Refuse an edit whose ``old`` text is not in ``text`` exactly once."""
-        count = text.count(old)
+        """Refuse an edit whose ``old`` text is not in ``text`` exactly once. Places that overlap
+        count too: ``str.count`` finds two "pass" lines once in three such lines, and the edit then
+        silently replaced the first of the two places the model may have meant."""
+        count = _places(text, old)
         if count == 0:
             raise tool_error(
                 f"`old` text not found in {self.relative(real)}; read_file first and copy an exact snippet"
             )
         if count > 1:
+            places = f"more than {MAX_PLACES_COUNTED}" if count > MAX_PLACES_COUNTED else str(count)
             raise tool_error(
-                f"`old` text matches {count} places in {self.relative(real)}; "
+                f"`old` text matches {places} places in {self.relative(real)}; "
                 "include more surrounding lines so it matches exactly once"
             )
 
@@ -243,6 +248,17 @@ def _linear_time_regex(pattern: str, *, literal: bool = False) -> Any:
         raise tool_error(
             f"invalid regular expression {pattern!r}: {reason} (RE2 syntax: no backreferences or lookaround)"
         ) from None
+
+
+def _places(text: str, old: str) -> int:
+    """At how many places ``old`` starts in ``text``, overlapping places included, counted up to one
+    past ``MAX_PLACES_COUNTED``: each place is one more search of the text, and beyond a hundred the
+    exact number does not help the model write a unique ``old``."""
+    count, start = 0, text.find(old)
+    while start != -1 and count <= MAX_PLACES_COUNTED:
+        count += 1
+        start = text.find(old, start + 1)
+    return count
 
 
 def _searchable_bytes(path: Path) -> bytes | None:

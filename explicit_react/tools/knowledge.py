@@ -18,6 +18,7 @@ from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field, PrivateAttr
 
 from explicit_react.tools._errors import Text, checked_query, tool_error, validation_error_observation
+from explicit_react.tools._file_io import file_text
 
 STOPWORDS = frozenset(
     {
@@ -171,6 +172,11 @@ def _source_and_text(document: Any, number: int) -> tuple[str, str, bool]:
         metadata = getattr(document, "metadata", None) or {}
     else:
         raise TypeError(f"unsupported document type {type(document).__name__}: use str, dict or Document")
+    if not isinstance(metadata, Mapping):
+        raise TypeError(
+            f"document {number} has 'metadata' that is not a mapping ({type(metadata).__name__}): "
+            "use a dict such as {'source': 'faq.md'}"
+        )
     if not isinstance(text, str):
         raise TypeError(f"document {number} has no 'content' or 'page_content' text")
     source = document.get("source") if isinstance(document, Mapping) else None
@@ -253,13 +259,14 @@ class KnowledgeBaseTool(BaseTool):
             raise ValueError(f"knowledge folder is not a directory: {folder}")
         documents, skipped = [], []
         for path, problem in _folder_files(root, suffixes):
+            text = None
             if not problem:
                 try:
-                    text = path.read_text(encoding="utf-8", errors="replace")
+                    text = file_text(path.read_bytes())
                 except OSError as error:
                     problem = error.strerror or str(error)
-            if problem:
-                skipped.append(f"{_readable_name(path)} ({problem})")
+            if text is None:
+                skipped.append(f"{_readable_name(path)} ({problem or 'a binary file: it holds NUL bytes'})")
             else:
                 documents.append({"content": text, "source": _readable_name(path.relative_to(root))})
         if skipped:

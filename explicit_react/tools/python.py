@@ -47,14 +47,17 @@ from explicit_react.tools._child_pipes import (
     Capture,
     awrite_all,
     head_text,
+    last_line_text,
     pump_in_thread,
     pump_pipe,
+    reported_exit,
     tail_text,
     write_all,
 )
 from explicit_react.tools._errors import Text, tool_error, validation_error_observation
 
 RUNNER = Path(__file__).with_name("_python_child.py")
+EXIT_REPORT = ".explicit_react_exit_status"  # in the working folder: the runner's exit status
 SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH")  # as redaction.py
 PASSED_ENVIRONMENT = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
 
@@ -278,6 +281,7 @@ class _SandboxRun:
     stdout: Capture = field(init=False)
     stderr: Capture = field(init=False)
     workdir: Path = field(init=False)
+    exit_report: Path = field(init=False)  # the file the runner writes its exit status to
 
     @property
     def isolated(self) -> bool:
@@ -285,10 +289,12 @@ class _SandboxRun:
 
     def __post_init__(self) -> None:
         limit = self.tool.max_output_chars * 4 + 4
-        # stderr keeps a longer tail: the error line the headline shows may itself be long.
-        self.stdout, self.stderr = Capture(limit, limit), Capture(limit, max(limit, 65536))
+        # stderr keeps a longer tail, and the start of its last line: the error line the headline
+        # shows may itself be long, longer even than the tail.
+        self.stdout, self.stderr = Capture(limit, limit), Capture(limit, max(limit, 65536), line_head=limit)
         self.workdir = _sandbox.prepare_workdir(self.scratch) if self.isolated else self.scratch / "work"
         self.workdir.mkdir(exist_ok=True)
+        self.exit_report = self.workdir / EXIT_REPORT
 
     @property
     def command(self) -> list[str]:
@@ -305,7 +311,7 @@ class _SandboxRun:
         arch = _seccomp.architecture()
         program = None if self.isolated else _seccomp.keyring_filter()
         limits += [str(arch.keyctl if arch else 0), program.hex() if program else ""]
-        python = ["-I", "-X", "utf8", "-c", _runner_source(), *limits]
+        python = ["-I", "-X", "utf8", "-c", _runner_source(), *limits, EXIT_REPORT]
         if not self.isolated:
             return [tool.python_executable, *python]
         bwrap = _sandbox.bwrap_command(
@@ -338,7 +344,7 @@ class _SandboxRun:
         ``max_output_chars``."""
         limit = self.tool.max_output_chars
         stderr = tail_text(self.stderr, limit // 3)
-        headline = self._failure(returncode, stderr)
+        headline = self._failure(returncode)
         parts = []
         if headline:
             parts.append(f"Error: {headline}"[: limit // 3])
@@ -351,29 +357,43 @@ class _SandboxRun:
         observation = "\n".join(parts) if parts else "(no output; print() the values you want to see)"
         return observation[:limit]
 
-    def _failure(self, returncode: int, stderr: str) -> str | None:
+    def _failure(self, returncode: int) -> str | None:
         tool = self.tool
         if self.timed_out:
             return f"timed out after {tool.timeout:g}s; the process and its children were killed"
-        out_of_memory = self.cgroup is not None and self.cgroup.out_of_memory()
-        # bubblewrap exits with 128 + N when the code was killed by signal N.
-        signalled = 128 < returncode <= 128 + 64 and self.isolated
-        if returncode < 0 or signalled:
-            name = _signal_name(returncode - 128 if signalled else -returncode)
+        reported = reported_exit(self.exit_report)
+        number = signal_that_ended(returncode, isolated=self.isolated, reported_exit=reported)
+        if number is not None:
+            name = _signal_name(number)
             if name == "SIGXCPU":
                 return "CPU time limit exceeded; the process was killed"
             if name == "SIGKILL":
-                if out_of_memory:
+                if self.cgroup is not None and self.cgroup.out_of_memory():
                     return f"the memory limit ({tool.memory_limit_mb} MB for all processes) was reached; the process was killed"
                 return "the process was killed (SIGKILL), probably by the memory or CPU limit"
             return f"the process was killed by {name}"
         if returncode == 0:
             return None
-        lines = stderr.strip().splitlines()
-        last = lines[-1] if lines else f"the code exited with status {returncode}"
+        # The start of the last line, not the tail's: a message longer than the tail lost its start.
+        last = last_line_text(self.stderr, tool.max_output_chars)
+        last = last or f"the code exited with status {returncode}"
         if last.startswith("MemoryError"):
             last += f" (the memory limit is {tool.memory_limit_mb} MB)"
         return last
+
+
+def signal_that_ended(returncode: int, *, isolated: bool, reported_exit: int | None) -> int | None:
+    """The number of the signal that killed the child, or ``None`` when it exited.
+
+    Unisolated, Python gives a signal as a negative ``returncode``. In the sandbox bubblewrap exits
+    with 128 + N when the child was killed by signal N, and ``sys.exit(137)`` gives 137 too: the
+    runner reports the status of each exit it makes (``reported_exit``), so a status it reported is
+    an exit, and only a status above 128 it did not report is a signal."""
+    if returncode < 0:
+        return -returncode
+    if isolated and 128 < returncode <= 128 + 64 and reported_exit != returncode:
+        return returncode - 128
+    return None
 
 
 def _kill_process_group(pid: int) -> None:
