@@ -18,6 +18,7 @@ ACTION = "Action"
 ACTION_INPUT = "Action Input"
 OBSERVATION = "Observation"
 FINAL_ANSWER = "Final Answer"
+QUESTION = "Question"
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,9 @@ class Labels:
     """Accepted in place of ``final_answer`` when the reply holds no action (LlamaIndex style)."""
     finish: str = "Finish"
     """The bracket-style tool that finishes: ``Action: Finish[answer]``."""
+    question: str = QUESTION
+    """The label of the question in the prompt. It is not read as a label: a line that opens with it
+    after a Final Answer starts a turn the model invented, and ends the answer."""
 
 
 DEFAULT_LABELS = Labels()
@@ -86,6 +90,15 @@ class Grammar(NamedTuple):
     reversed_label: re.Pattern[str] | None
     """``label`` read backwards from its colon, on the reversed text: where the label that ends at a
     colon starts, without searching the text before it."""
+    question_line: re.Pattern[str]
+    """A line after the first that opens with the question label (``Question:``, ``**Question:**``,
+    ``2. Question:``), from the newline before it."""
+
+
+_LINE_MARKUP = " \t#>*_-"
+"""What may stand between the start of a line and a label that opens it: indentation, a heading, a
+quote, a bullet, bold or italic markers (``- **Action:**``, ``> *Action:*``, ``_Action:_``)."""
+_MARKUP = re.escape(_LINE_MARKUP)  # the same, inside a character class
 
 
 @lru_cache(maxsize=16)
@@ -112,11 +125,11 @@ def compile_labels(labels: Labels) -> Grammar:
         Kind.OBSERVATION: Kind.OBSERVATION,
     }
     kinds |= {Kind.FINAL: Kind.FINAL, "input_alias": Kind.INPUT, "answer_alias": Kind.ANSWER}
-    alternatives = []
-    for group, word in sorted(words.items(), key=lambda item: -len(item[1])):  # longest first
-        if word:
-            spaced = r"[ \t]*".join(re.escape(part) for part in word.split())
-            alternatives.append(rf"(?P<{group}>{spaced})")
+    alternatives = [
+        rf"(?P<{group}>{_spaced(word)})"
+        for group, word in sorted(words.items(), key=lambda item: -len(item[1]))  # longest first
+        if word
+    ]
     label = re.compile(
         r"(?P<bold>\*\*)?(?:" + "|".join(alternatives) + r")(?:[ \t]*\d+)?\**[ \t]*[:：](?(bold)(?:\*\*)?)",
         re.I,
@@ -144,6 +157,11 @@ def compile_labels(labels: Labels) -> Grammar:
         reversed_label = re.compile(
             r"[:：][ \t]*\**(?:\d+[ \t]*)?(?:" + "|".join(backwards) + r")(?:\*\*)?", re.I
         )
+    question_line = re.compile(  # from its newline: a pattern that starts with one is searched fast
+        rf"\n[{_MARKUP}]*+(?:\d++[.)][{_MARKUP}]*+)?+(?i:{_spaced(labels.question)})[ \t]*+\**+[ \t]*+[:：]"
+        if labels.question.strip()
+        else r"(?!)"  # the label turned off: no line opens with it
+    )
     return Grammar(
         label,
         kinds,
@@ -154,7 +172,13 @@ def compile_labels(labels: Labels) -> Grammar:
         colon_runs,
         label_colons,
         reversed_label,
+        question_line,
     )
+
+
+def _spaced(word: str) -> str:
+    """A pattern of ``word`` with any spaces or tabs between its parts (``Action  Input``)."""
+    return r"[ \t]*".join(re.escape(part) for part in word.split())
 
 
 # -- Finding the labels ------------------------------------------------------------------------------
@@ -170,7 +194,7 @@ def find_labels(text: str, grammar: Grammar, limit: int | None = None) -> list[L
     masked = mask_fences(text)
     found: list[Label] = []
     line_begins = 0  # the start of the current match's line
-    last_word = -1  # the last character before the current match that is not one of " \t#>-"
+    last_word = -1  # the last character before the current match that is not markup or a list number
     scanned = 0  # line_begins and last_word are up to date for text[:scanned]
     for match in label_matches(masked, grammar):
         group = match.lastgroup  # the label's word: "bold", the only other group, closes before it
@@ -179,7 +203,7 @@ def find_labels(text: str, grammar: Grammar, limit: int | None = None) -> list[L
         before = text[scanned : match.start()]
         if (newline := before.rfind("\n")) >= 0:
             line_begins = scanned + newline + 1
-        if kept := before.rstrip(" \t#>-"):
+        if kept := _without_line_markup(before):
             last_word = scanned + len(kept) - 1
         scanned = match.start()
         line_start = last_word < line_begins
@@ -188,10 +212,22 @@ def find_labels(text: str, grammar: Grammar, limit: int | None = None) -> list[L
         start = line_begins if line_start else match.start()
         opened = masked[max(match.start() - 1, 0) : match.start() + 1].strip(" \t\n").startswith(("*", "_"))
         end = _CLOSING_MARKUP.match(masked, match.end()).end() if opened else match.end()  # type: ignore[union-attr]
+        if not line_start and end > match.end() and masked[match.start() - 1] in "*_":
+            start -= 1  # "I know. *Final Answer:* 42": the opening star is the label's, as "**" is
         found.append(Label(grammar.kinds[group], start, end, line_start))
         if len(found) == limit:
             break
     return found
+
+
+def _without_line_markup(before: str) -> str:
+    """``before`` less the markup and list number (``2.``, ``3)``) that may stand between the start
+    of a line and a label that opens it: ``2. Action:`` and ``- 3) *Action:*`` open their lines, while
+    in "the count was 2. Action:" the label follows a word."""
+    kept = before.rstrip(_LINE_MARKUP)
+    if kept.endswith((".", ")")) and kept[-2:-1].isdigit():
+        kept = kept[:-1].rstrip("0123456789").rstrip(_LINE_MARKUP)
+    return kept
 
 
 def label_matches(masked: str, grammar: Grammar) -> Iterator[re.Match[str]]:
@@ -251,6 +287,30 @@ def _labels_read_backwards(
                 continue
         end = match.end()
         yield match
+
+
+_TURN_KINDS = frozenset({Kind.THOUGHT, Kind.ACTION, Kind.INPUT, Kind.OBSERVATION, Kind.FINAL})
+
+
+def opens_turn(text: str, label: Label, grammar: Grammar) -> bool:
+    """Whether ``label`` opens its line with a word of the format's turn (``Thought``, ``Action``,
+    ``Action Input``, ``Observation``, ``Final Answer``): after a Final Answer, such a line starts a
+    turn the model invented, while a line that opens with an alias (``Input: a list``) is prose."""
+    if not label.line_start or label.kind not in _TURN_KINDS:
+        return False
+    written = grammar.label.search(text, label.start, label.end)
+    return written is not None and written.lastgroup != "input_alias"
+
+
+def thought_before(text: str, found: list[Label], decision: int) -> str:
+    """The text of the Thought label before the decision (to the next label), or the text before
+    the first label when there is none."""
+    for index, label in enumerate(found):
+        if label.kind == Kind.THOUGHT and label.start < decision:
+            end = found[index + 1].start if index + 1 < len(found) else len(text)
+            return text[label.end : end].strip()
+    first = min([label.start for label in found] + [decision])
+    return text[:first].strip()
 
 
 def outside_strings(text: str, found: list[Label]) -> list[Label]:

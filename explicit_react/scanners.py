@@ -1,4 +1,5 @@
-"""Linear-time scanners of reply text: code fences, the tool name and call syntax of an Action line, a tool input.
+"""Linear-time scanners of reply text: code fences, leaked special tokens, the tool name and call
+syntax of an Action line, a tool input.
 
 Each is written so that no character is looked at more than a bounded number of times: a
 fence-and-back-reference regex backtracks cubically on a run of backticks, and a lazy name that
@@ -34,9 +35,15 @@ BRACKETS = re.compile(r"\A(?P<name>[^()\[\]\n]++)\s*+\[(?P<args>.*)\]\Z", re.S)
 # ``Action: calculator: 2 + 2``, ``Action: mcp:search, weather`` (a name may hold a colon), and
 # ``Action: knowledge_search:search query: "x"`` (a bare colon splits only when the rest has a
 # space, so ``mcp:search`` alone stays one name). A short label (``input:``, ``query=``) is dropped
-# when a quoted or JSON value follows it. Possessive throughout (the name runs up to the first ", " or
-# ": "), so a long name or run of spaces is read once, not once per shorter name.
-_LABEL = r"[A-Za-z_][\w ]{0,30}+\s*+[:=]\s*+(?=[\"'{])"
+# when one quoted value (to the end of the line; its closing quote may have been trimmed with the
+# name's trailing noise) or a JSON value follows it; before several (``query="x", max_results=5``) it
+# is kept, for ``tool_input.fit_input`` to read them all as keyword arguments, as it reads them on the
+# Action Input line. Possessive throughout (the name runs up to the first ", " or ": "), so a long
+# name or run of spaces is read once, not once per shorter name.
+_LABEL = (
+    r"[A-Za-z_][\w ]{0,30}+\s*+[:=]\s*+"
+    r"(?=\"(?:[^\"\\]|\\.)*+\"?+\s*+\Z|'(?:[^'\\]|\\.)*+'?+\s*+\Z|\{)"
+)
 MAX_CALL_SYNTAX = 2_000
 """Call arguments longer than this outside their string literals are taken as text, not parsed:
 ``ast.parse`` time grows with the number of arguments, faster than linearly (25,000 keyword
@@ -129,6 +136,55 @@ def _backticks_at_start(text: str) -> int:
     """The length of the run of backticks the text starts with (a regex reads it 10x faster than lstrip)."""
     run = _BACKTICKS.match(text)
     return run.end() if run else 0
+
+
+# -- Leaked special tokens ----------------------------------------------------------------------------
+# Each pattern starts with "<", so the regex engine skips to the next "<" at C speed; that a token is
+# written between quotes is checked in Python (a lookbehind in the pattern would be tried everywhere).
+_TOKEN = r"<\|[^|<>\s]{1,64}\|>"
+_END_TOKEN = (  # what ends a turn in local models' chat templates (<|end|> Phi, </s> Llama 2 and Mistral)
+    r"<(?:\|(?:im_end|eot_id|eom_id|endoftext|end_of_text|end|return|END_OF_TURN_TOKEN)\|>"
+    r"|/s>|end_of_turn>|eos>|｜end▁of▁sentence｜>)"
+)
+_SPECIAL_TOKEN = re.compile(_TOKEN)
+_END_OF_TURN = re.compile(_END_TOKEN)
+_NOTHING_WRITTEN = re.compile(rf"(?:\s++|{_TOKEN}|{_END_TOKEN}|<s>)*+")
+
+
+def drop_special_tokens(text: str) -> str:
+    """The text without the ``<|...|>`` tokens of a chat template the model leaked (``<|im_start|>``),
+    keeping those it names in quotes."""
+    return _SPECIAL_TOKEN.sub(_kept_if_named, text) if "<|" in text else text
+
+
+def _kept_if_named(token: re.Match[str]) -> str:
+    return token[0] if _named(token) else ""
+
+
+def _named(token: re.Match[str]) -> bool:
+    """Whether a token is written between quotes or backticks: in ``s.replace('<|im_end|>', '')`` the
+    code names the token, the model did not leak it."""
+    text, start, end = token.string, token.start(), token.end()
+    return start > 0 and end < len(text) and text[start - 1] in "\"'`" and text[end] in "\"'`"
+
+
+def turn_end(text: str) -> int:
+    """Where the model's turn ends: at the first end-of-turn token it leaked, else at the end.
+
+    With the wrong chat template a local model writes its end token as text and goes on to invent
+    the next turn (``<|im_start|>user ...``), which is no part of its reply. A token before any text
+    ends nothing, and a ``</s>`` after an ``<s>`` on its line closes HTML strikethrough.
+    """
+    written = _NOTHING_WRITTEN.match(text)
+    assert written is not None  # it matches the empty string
+    searched = written.end()  # each stretch of text is searched for an <s> once
+    for token in _END_OF_TURN.finditer(text, written.end()):
+        line = max(text.rfind("\n", searched, token.start()) + 1, searched)
+        if _named(token) or (token[0] == "</s>" and "<s>" in text[line : token.start()]):
+            searched = token.end()
+            continue
+        return token.start()
+    return len(text)
 
 
 def tool_and_arguments(

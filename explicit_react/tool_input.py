@@ -8,6 +8,7 @@ import ast
 import csv
 import dataclasses
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,6 +17,7 @@ from langchain_core.tools import BaseTool, Tool
 from pydantic import BaseModel
 
 from explicit_react.prompt import ToolSpec, schema_types
+from explicit_react.scanners import call_arguments
 from explicit_react.types import ToolInput
 
 UNPARSED = "\x00unparsed"
@@ -32,8 +34,9 @@ def fit_input(t: BaseTool, spec: ToolSpec, tool_input: ToolInput) -> str | dict[
     a dict of arguments otherwise.
 
     A dict with one value fits a text tool; text fits a one-argument schema tool; text that is
-    JSON-like is parsed for a schema tool. Positional values (``multiply(6, 7)`` gives a list,
-    ``multiply[6, 7]`` the text ``6, 7``) fill a schema tool's arguments in order. What cannot
+    JSON-like is parsed for a schema tool, and so are keywords that name its arguments
+    (``query="x", max_results=5``: ``keyword_arguments``). Positional values (``multiply(6, 7)``
+    gives a list, ``multiply[6, 7]`` the text ``6, 7``) fill a schema tool's arguments in order. What cannot
     fit is left for the schema to reject (text that is no arguments at all: ``{UNPARSED: text}``).
 
     As in langchain_core: a tool of no arguments runs with none, whatever the model wrote; text for
@@ -52,6 +55,8 @@ def fit_input(t: BaseTool, spec: ToolSpec, tool_input: ToolInput) -> str | dict[
         arg_names[0] if len(arg_names) == 1 else (spec.required[0] if len(spec.required) == 1 else None)
     )
     if isinstance(tool_input, str):
+        if (keywords := keyword_arguments(tool_input, spec)) is not None:
+            return keywords
         parsed = _json_object(tool_input)
         if parsed is not None and (only_arg is None or only_arg in parsed or len(arg_names) > 1):
             return parsed
@@ -88,6 +93,42 @@ def fit_input(t: BaseTool, spec: ToolSpec, tool_input: ToolInput) -> str | dict[
         if kind in ("string", "object"):
             return {arg_names[0]: as_text(tool_input) if kind == "string" else dict(tool_input)}
     return dict(tool_input)
+
+
+_FIRST_KEYWORD = re.compile(r"\s*+(?P<name>[A-Za-z_]\w*+)\s*+[:=]")
+
+
+def keyword_arguments(text: str, spec: ToolSpec) -> dict[str, Any] | None:
+    """``query="x", max_results=5``, ``query: "x"`` or ``query=capital of France`` as arguments, when
+    every key is one of the tool's arguments; else ``None``, and the text is the input as written
+    (``x=5`` for a calculator, ``Note: ...`` prose).
+
+    Models write keywords on the Action Input line as on the Action line, and they are read as call
+    syntax reads them for a real tool (``calculator(expression=2 + 3)``): literals as values, never
+    run, other values as their text; a value for an argument that takes only text is its text
+    (``query: 2024``). Python code is left whole: ``code = 5; print(code)`` for a tool whose
+    argument is ``code`` is a program, not a keyword.
+    """
+    first = _FIRST_KEYWORD.match(text)
+    if first is None or first["name"] not in spec.args:
+        return None
+    source = f"{first['name']}={text[first.end() :]}"  # "query: x" read as "query=x"
+    arguments = call_arguments(source, expressions=True)
+    if not isinstance(arguments, dict) or not set(arguments) <= set(spec.args) or _is_program(text):
+        return None
+    return {
+        name: as_text(value) if text_only(spec.args[name]) else value for name, value in arguments.items()
+    }
+
+
+def _is_program(text: str) -> bool:
+    """Whether ``text`` parses as Python (it is never run) other than one ``name = value`` or
+    ``name: value``, which as a program would do nothing."""
+    try:
+        statements = ast.parse(text.strip()).body
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return False
+    return not (len(statements) == 1 and isinstance(statements[0], (ast.Assign, ast.AnnAssign)))
 
 
 def agent_tool_input(tool_input: ToolInput) -> str | dict[str, Any]:
