@@ -127,6 +127,7 @@ def run_explicit(
     *,
     mode: str = "text",
     check_answer: bool = False,
+    prompt: str | None = None,
 ) -> dict[str, Any]:
     """One question through ``ExplicitReActAgent`` in ``mode`` (``two_phase``: a Thought call, then a
     native call, each turn; ``tool_calling``: one native call each turn)."""
@@ -138,6 +139,7 @@ def run_explicit(
         observation_chars=OBSERVATION_CHARS,
         mode=mode,
         check_answer=check_answer,
+        prompt=prompt,
     )
 
 
@@ -174,6 +176,8 @@ SYSTEMS: dict[str, Callable[..., dict[str, Any]]] = {
     "two_phase": partial(run_explicit, mode="two_phase"),
     "tool_calling": partial(run_explicit, mode="tool_calling"),
     "decompose_proto": run_decompose_proto,
+    # a tried system prompt with four worked examples instead of one (bench/eval/prompt_examples.txt)
+    "explicit_examples": partial(run_explicit, prompt=(HERE / "prompt_examples.txt").read_text(encoding="utf-8")),
 }
 DEFAULT_SYSTEMS = ("explicit", "minimal", "classic")
 NATIVE_SYSTEMS = frozenset({"two_phase", "tool_calling"})

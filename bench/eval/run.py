@@ -194,8 +194,10 @@ def run_explicit(
     observation_chars: int = 300,
     mode: str = "text",
     check_answer: bool = False,
+    prompt: str | None = None,
 ) -> dict[str, Any]:
-    """One question through ``ExplicitReActAgent`` (in ``mode``, with ``check_answer``); the record's
+    """One question through ``ExplicitReActAgent`` (in ``mode``, with ``check_answer``, the system
+    prompt ``prompt`` or the package's); the record's
     framework-specific fields. ``tools`` replaces the tools over ``kb``; each observation is kept to
     ``observation_chars``."""
     agent = ExplicitReActAgent(
@@ -205,6 +207,7 @@ def run_explicit(
         constrain_local=constrain_local,
         mode=mode,  # type: ignore[arg-type]
         check_answer=check_answer,
+        prompt=prompt,
     )
     usage = UsageCounter()
     result = agent.run(question, config={"callbacks": [usage]})
