@@ -558,3 +558,26 @@ def test_the_sub_question_prototype_plans_runs_each_sub_question_and_answers_fro
     final_prompt = str(model.calls[5])
     assert "What the sub-questions found" in final_prompt and "Acme" in final_prompt
     model.assert_all_used()
+
+
+def test_perfect_steps_asks_the_model_once_after_the_ideal_plan(tmp_path: Path, capsys: Any) -> None:
+    """The diagnostic's steps are the ideal plan run for real, and the model under test is asked once
+    after them: the ideal model's own answer is right every time, and the model sees every planned
+    observation (a model that answers wrong is scored wrong)."""
+    import perfect_steps
+
+    out = tmp_path / "perfect.json"
+    assert perfect_steps.main(["--seeds", "1", "--per-kind", "1", "--model", "ideal", "--out", str(out)]) == 0
+    records = json.loads(out.read_text(encoding="utf-8"))["records"]
+    assert [r["kind"] for r in records] == list(worlds.KINDS)
+    assert all(r["correct"] and r["answered"] for r in records)
+    assert "7/7" in capsys.readouterr().out
+
+    world = worlds.World.generate(1)
+    question = next(q for q in world.questions if q.kind == "chain")
+    steps = perfect_steps.perfect_steps(world, question)
+    assert [s.action_input for s in steps] == [call.input for call in question.plan]
+    assert all(s.error is None and s.observation for s in steps)
+    wrong = ScriptedChatModel(replies=["Thought: I now know the final answer\nFinal Answer: Nobody Atall"])
+    turn = ExplicitReActAgent(wrong, generated.make_tools(world), max_iterations=6).think(question.question, steps)
+    assert not worlds.check(question, turn.decision.answer)  # type: ignore[union-attr]
