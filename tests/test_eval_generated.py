@@ -579,5 +579,7 @@ def test_perfect_steps_asks_the_model_once_after_the_ideal_plan(tmp_path: Path, 
     assert [s.action_input for s in steps] == [call.input for call in question.plan]
     assert all(s.error is None and s.observation for s in steps)
     wrong = ScriptedChatModel(replies=["Thought: I now know the final answer\nFinal Answer: Nobody Atall"])
-    turn = ExplicitReActAgent(wrong, generated.make_tools(world), max_iterations=6).think(question.question, steps)
+    turn = ExplicitReActAgent(wrong, generated.make_tools(world), max_iterations=6).think(
+        question.question, steps
+    )
     assert not worlds.check(question, turn.decision.answer)  # type: ignore[union-attr]

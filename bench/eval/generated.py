@@ -177,7 +177,9 @@ SYSTEMS: dict[str, Callable[..., dict[str, Any]]] = {
     "tool_calling": partial(run_explicit, mode="tool_calling"),
     "decompose_proto": run_decompose_proto,
     # a tried system prompt with four worked examples instead of one (bench/eval/prompt_examples.txt)
-    "explicit_examples": partial(run_explicit, prompt=(HERE / "prompt_examples.txt").read_text(encoding="utf-8")),
+    "explicit_examples": partial(
+        run_explicit, prompt=(HERE / "prompt_examples.txt").read_text(encoding="utf-8")
+    ),
 }
 DEFAULT_SYSTEMS = ("explicit", "minimal", "classic")
 NATIVE_SYSTEMS = frozenset({"two_phase", "tool_calling"})

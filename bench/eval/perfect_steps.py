@@ -41,7 +41,9 @@ MAX_ITERATIONS = 6  # as the generated evaluation's runs: the prompt's countdown
 def perfect_steps(world: World, question: Any) -> list[Any]:
     """The steps of the question's minimal plan, made by the agent with the ideal scripted model."""
     ideal = ScriptedChatModel(replies=ideal_replies(question))
-    result = ExplicitReActAgent(ideal, make_tools(world), max_iterations=MAX_ITERATIONS).run(question.question)
+    result = ExplicitReActAgent(ideal, make_tools(world), max_iterations=MAX_ITERATIONS).run(
+        question.question
+    )
     if not result.success or len(result.steps) != len(question.plan):
         raise RuntimeError(f"{question.id}: the ideal plan did not run as planned ({result.stop_reason})")
     return list(result.steps)
@@ -59,7 +61,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     options = {"n_threads": args.threads} if args.model.startswith("local") else {}
     # "ideal": the ideal model's own answer, to check the script offline (every question right)
-    model = None if args.model == "ideal" else hand_written.make_model(args.model, args.max_tokens, args.n_ctx, [], **options)
+    model = (
+        None
+        if args.model == "ideal"
+        else hand_written.make_model(args.model, args.max_tokens, args.n_ctx, [], **options)
+    )
     records, began = [], time.monotonic()
     for seed in parse_seeds(args.seeds):
         world = World.generate(seed)
@@ -88,7 +94,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"{time.monotonic() - began:.0f} s")
     if args.out:
         command = "python bench/eval/perfect_steps.py " + " ".join(argv if argv is not None else sys.argv[1:])
-        args.out.write_text(json.dumps({"command": command, "records": records}, indent=1) + "\n", encoding="utf-8")
+        args.out.write_text(
+            json.dumps({"command": command, "records": records}, indent=1) + "\n", encoding="utf-8"
+        )
     return 0
 
 
