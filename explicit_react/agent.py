@@ -22,7 +22,7 @@ from langchain_core.runnables.config import (
 from langchain_core.tools import BaseTool
 
 from explicit_react import chain_run, drivers, options, threaded, wiring
-from explicit_react.context import read_input, result_to_output
+from explicit_react.context import StreamedInput, read_input, result_to_output
 from explicit_react.drivers import Machine, Notify, heard
 from explicit_react.loop import ReActLoop, RunListener
 from explicit_react.policy import Budget
@@ -278,16 +278,26 @@ class ExplicitReActAgent(ReActLoop, Runnable[AgentInput, dict[str, Any]]):
     def transform(
         self, input: Iterator[AgentInput], config: RunnableConfig | None = None, **kwargs: Any
     ) -> Iterator[dict[str, Any]]:
-        """In a chain, the agent emits its output dict once (``stream`` is for steps)."""
-        for item in input:
-            yield self.invoke(item, config)
+        """In a chain, the agent emits its output dict once (``stream`` is for steps).
+
+        The step before may stream its output in pieces (a ``RunnableParallel`` gives one chunk per
+        key), so the pieces are gathered into one input first (``context.StreamedInput``) and the run starts only
+        when the input is whole: run on each piece, the agent saw a question with no context."""
+        whole = StreamedInput()
+        for chunk in input:
+            whole.add(chunk)
+        if whole.seen:
+            yield self.invoke(whole.value, config, **kwargs)
 
     async def atransform(
         self, input: AsyncIterator[AgentInput], config: RunnableConfig | None = None, **kwargs: Any
     ) -> AsyncIterator[dict[str, Any]]:
         """Async ``transform``."""
-        async for item in input:
-            yield await self.ainvoke(item, config)
+        whole = StreamedInput()
+        async for chunk in input:
+            whole.add(chunk)
+        if whole.seen:
+            yield await self.ainvoke(whole.value, config, **kwargs)
 
 
 _SYNC: chain_run.Configure = get_callback_manager_for_config

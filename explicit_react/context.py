@@ -284,3 +284,22 @@ def result_to_output(result: AgentResult, input: Any = None) -> dict[str, Any]:
     if isinstance(input, Mapping) and "messages" in input and not ("input" in input or "question" in input):
         output["messages"] = [AIMessage(content=result.answer)]
     return output
+
+
+class StreamedInput:
+    """A streamed input put back together as LangChain's own ``Runnable.transform`` does: each chunk
+    added to the ones before with ``+`` (a parallel step's ``AddableDict`` pieces, text, message
+    chunks), or, for chunks that cannot be added (plain dicts), the last one kept."""
+
+    def __init__(self) -> None:
+        self.seen = False
+        self.value: Any = None
+
+    def add(self, chunk: Any) -> None:
+        if not self.seen:
+            self.value, self.seen = chunk, True
+            return
+        try:
+            self.value = self.value + chunk
+        except TypeError:
+            self.value = chunk

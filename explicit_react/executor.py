@@ -3,6 +3,7 @@ timeout, and turns every failure into an observation that starts with ``Error:``
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import difflib
 import time
@@ -213,7 +214,7 @@ class ToolExecutor:
             output = (output.content, output.artifact)
         # Redacted: a tool's own error text (a handled ToolException) may repeat a request, key and all.
         observation = redact(observation_text(tool_content(t, output)), current_secrets())
-        error = "tool_error" if observation.startswith("Error") else None
+        error = "tool_error" if _reported_failure(observation) else None
         outcome = ToolOutcome(
             observation, output, error, time.monotonic() - started, t.return_direct and not error
         )
@@ -287,8 +288,11 @@ class ToolExecutor:
             if binding:
                 raise DeadlineExceeded(f"time ran out while tool {t.name!r} was running") from exc
             return self._failure(t, exc, started, limit)
-        except (Exception, SystemExit) as exc:  # a careless library's sys.exit() is the tool's failure
-            if raised_by_callback_handler(exc):
+        except (Exception, SystemExit, asyncio.CancelledError) as exc:
+            # A careless library's sys.exit() is the tool's failure, and so is a CancelledError from
+            # inside the tool (a pool dropped its request), unless the run itself is being cancelled.
+            run_cancelled = isinstance(exc, asyncio.CancelledError) and _run_cancelled()
+            if run_cancelled or raised_by_callback_handler(exc):
                 raise
             return self._failure(t, exc, started, limit)
         return self._finish(t, output, started)
@@ -339,12 +343,48 @@ def _has_native_async(t: BaseTool) -> bool:
 
 
 def _run_sync(t: BaseTool, tool_input: Any, callbacks: Callbacks, extra: dict[str, Any]) -> Any:
-    """``t.run``; ``extra`` holds the call id and the display arguments."""
-    if isinstance(t, (StructuredTool, Tool)) and t.func is None and t.coroutine is not None:  # async-only
-        # the coroutine: the sync driver runs it to completion and cancels it, as under arun, when
-        # the call is given up (timed out, out of time, Ctrl-C)
+    """``t.run``; for an async-only tool ``t.arun``'s coroutine, which the sync driver runs to
+    completion (cancelled when the call is given up), so ``run`` and ``arun`` give the same step.
+    A ``BaseTool`` must define ``_run``: one that works only async says so by the
+    ``NotImplementedError`` its own ``_run`` raises (as an async-only model does,
+    ``llm._invoke_or_await``), its callbacks hearing of it. One from deeper down (a feature the tool
+    lacks) is the call's error: the tool is not run twice. ``extra``: call id, display arguments."""
+    if isinstance(t, (StructuredTool, Tool)) and t.func is None and t.coroutine is not None:
         return t.arun(tool_input, callbacks=callbacks, **extra)
-    return t.run(tool_input, callbacks=callbacks, **extra)
+    try:
+        return t.run(tool_input, callbacks=callbacks, **extra)
+    except NotImplementedError as error:
+        if not (_has_native_async(t) and _raised_in_run(error)):
+            raise
+        return t.arun(tool_input, callbacks=callbacks, **extra)
+
+
+def _raised_in_run(error: BaseException) -> bool:
+    """Whether ``error`` was raised by a tool's own ``_run`` (the innermost frame of its traceback)."""
+    trace = error.__traceback__
+    while trace is not None and trace.tb_next is not None:
+        trace = trace.tb_next
+    return trace is not None and trace.tb_frame.f_code.co_name == "_run"
+
+
+def _reported_failure(observation: str) -> bool:
+    """Whether a tool's output is a failure it reported: text that starts with ``Error:``, what the
+    built-in tools and LangChain's ``handle_tool_error`` return, and what many tools written by hand
+    return for a failure ("Error: order not found"). A raise is known from the call (``_failed``).
+    Only the whole prefix counts: "Error rate for checkout: 0.37%" is a result."""
+    return observation.startswith("Error:")
+
+
+def _run_cancelled() -> bool:
+    """Whether the task driving the run has a cancel request pending (``Task.cancelling``; on 3.10,
+    which cannot tell, always). Never under the sync driver, which gives a call up by a timeout or
+    Ctrl-C: a ``CancelledError`` there is the tool's own."""
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # no running event loop: the sync driver
+        return False
+    cancelling = getattr(task, "cancelling", None)
+    return task is not None and (cancelling is None or cancelling() > 0)
 
 
 def _has_artifact(t: BaseTool) -> bool:

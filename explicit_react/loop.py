@@ -152,6 +152,11 @@ class ReActLoop:
                 if self.listeners:
                     yield self._tell(run, "on_step", step, len(run.steps), self.max_iterations)
                 yield step
+            if acted.stop is StopReason.RETURN_DIRECT and acted.outcome is not None:
+                # The tool's own text is the answer, not the step's observation: that one is cut to
+                # max_observation_chars and may carry notes for the model (a cut reply, calls not run).
+                yield from self._finish(run, acted.outcome.observation, StopReason.RETURN_DIRECT)
+                return
             if acted.stop is not None:
                 stop = acted.stop
                 break
@@ -276,9 +281,6 @@ class ReActLoop:
     # Stopping -----------------------------------------------------------------------------
     def _stop_at_limit(self, run: RunState, stop: StopReason) -> Machine[None]:
         """End a run that hit a limit: one tool-free call for an answer (``on_limit="generate"``), or none."""
-        if stop is StopReason.RETURN_DIRECT:
-            yield from self._finish(run, run.steps[-1].observation, stop)
-            return
         answer = STOPPED_ANSWERS[stop]
         if self.on_limit == "generate" and stop in _ANSWER_AT_LIMIT:
             messages = self.transport.final_messages(run.question, self.tool_specs, run.steps, run.context)

@@ -17,19 +17,37 @@ ToolInput = str | dict[str, Any] | list[Any]
 
 
 def call_signature(tool: str, tool_input: ToolInput) -> str:
-    """The identity of a call (for loop detection and the findings at a limit): whitespace collapsed,
-    case kept, dict keys sorted."""
+    """The identity of a call (for loop detection and the findings at a limit): each text in the
+    input normalised by ``_same_text``, case kept, dict keys sorted."""
     if isinstance(tool_input, str):
-        normalized: Any = " ".join(tool_input.split())
+        normalized: Any = _same_text(tool_input)
     else:
         normalized = json.loads(json.dumps(tool_input, sort_keys=True, default=str))
         normalized = _collapse(normalized)
     return json.dumps([tool.strip(), normalized], sort_keys=True, ensure_ascii=False)
 
 
+def _same_text(text: str) -> str:
+    """``text`` as loop detection compares it.
+
+    One line (a search query, an expression): runs of whitespace are one space, none at the ends,
+    as a query means the same with a stray space. Several lines (code): kept exactly, indentation
+    and the spaces inside a line too, apart from the whitespace at the end of each line, blank lines
+    at the start and the end, and the kind of line break. Two programs that differ only in
+    indentation are different programs: collapsed, a model's fix of an indentation bug was refused
+    as a repeat, and the run ended with ``loop_detected``."""
+    lines = text.splitlines()
+    if len(lines) > 1:
+        lines = [line.rstrip() for line in lines]
+        written = [i for i, line in enumerate(lines) if line]
+        if len(written) > 1:
+            return "\n".join(lines[written[0] : written[-1] + 1])
+    return " ".join(text.split())
+
+
 def _collapse(value: Any) -> Any:
     if isinstance(value, str):
-        return " ".join(value.split())
+        return _same_text(value)
     if isinstance(value, dict):
         return {k: _collapse(v) for k, v in value.items()}
     if isinstance(value, list):
