@@ -49,6 +49,7 @@ from explicit_react.labels import (
 )
 from explicit_react.parse_feedback import missing_parts, parse_error
 from explicit_react.scanners import (
+    END_TOKEN,
     drop_special_tokens,
     fenced_body,
     mask_fences,
@@ -145,7 +146,7 @@ _WELL_FORMED = re.compile(
     rf"|{FINAL_ANSWER}:(?P<answer>.*+))\Z",
     re.S,
 )
-_QUICK_REFUSED = re.compile(r"\r|<\||</s>|<end_of_turn>|<eos>|<｜|```|bservation")
+_QUICK_REFUSED = re.compile(rf"\r|<\||{END_TOKEN}|```|bservation")
 """Text the general path treats specially: line endings and special tokens it cleans (end-of-turn
 ones too), fences it masks, an Observation it cuts (looked for anywhere, not only where it would cut)."""
 _GRAMMAR = compile_labels(DEFAULT_LABELS)

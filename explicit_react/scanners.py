@@ -142,13 +142,13 @@ def _backticks_at_start(text: str) -> int:
 # Each pattern starts with "<", so the regex engine skips to the next "<" at C speed; that a token is
 # written between quotes is checked in Python (a lookbehind in the pattern would be tried everywhere).
 _TOKEN = r"<\|[^|<>\s]{1,64}\|>"
-_END_TOKEN = (  # what ends a turn in local models' chat templates (<|end|> Phi, </s> Llama 2 and Mistral)
+END_TOKEN = (  # what ends a turn in local models' chat templates (<|end|> Phi, </s> Llama 2 and Mistral)
     r"<(?:\|(?:im_end|eot_id|eom_id|endoftext|end_of_text|end|return|END_OF_TURN_TOKEN)\|>"
     r"|/s>|end_of_turn>|eos>|｜end▁of▁sentence｜>)"
 )
 _SPECIAL_TOKEN = re.compile(_TOKEN)
-_END_OF_TURN = re.compile(_END_TOKEN)
-_NOTHING_WRITTEN = re.compile(rf"(?:\s++|{_TOKEN}|{_END_TOKEN}|<s>)*+")
+_END_OF_TURN = re.compile(END_TOKEN)
+_NOTHING_WRITTEN = re.compile(rf"(?:\s++|{_TOKEN}|{END_TOKEN}|<s>)*+")
 
 
 def drop_special_tokens(text: str) -> str:
