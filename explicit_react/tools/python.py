@@ -361,7 +361,8 @@ class _SandboxRun:
         tool = self.tool
         if self.timed_out:
             return f"timed out after {tool.timeout:g}s; the process and its children were killed"
-        reported = reported_exit(self.exit_report)
+        # Only a sandboxed status above 128 could be a signal: the runner's report is read for it alone.
+        reported = reported_exit(self.exit_report) if self.isolated and returncode > 128 else None
         number = signal_that_ended(returncode, isolated=self.isolated, reported_exit=reported)
         if number is not None:
             name = _signal_name(number)
