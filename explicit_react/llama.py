@@ -41,7 +41,7 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict, Field, PrivateAttr
 
-from explicit_react.llama_cache import AlignedLlama, aligned_reuse, state_file
+from explicit_react.llama_cache import AlignedLlama, aligned_reuse, interrupted_by, state_file
 from explicit_react.llama_grammar_check import checked_grammar
 from explicit_react.llama_log import echo_to_stderr, logger
 from explicit_react.llama_reply import as_chunk, call_arguments, usage_record
@@ -261,8 +261,14 @@ class ChatLlama(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        """``_generate`` in this model's turn (``llama_worker``): waiting holds no executor thread."""
-        return await in_turn(self._turns, partial(self._generate, messages, stop, None, **kwargs))
+        """``_generate`` in this model's turn (``llama_worker``): waiting holds no executor thread.
+        Cancelled, the generation ends at its next token (a client built by ``load_model``)."""
+
+        def generate(stopped: threading.Event) -> ChatResult:
+            with interrupted_by(stopped):
+                return self._generate(messages, stop, None, **kwargs)
+
+        return await in_turn(self._turns, generate)
 
     def _reply(
         self, messages: list[BaseMessage], stop: list[str] | None, kwargs: dict[str, Any]
@@ -349,7 +355,8 @@ class ChatLlama(BaseChatModel):
         kwargs = dict(kwargs)
         kwargs.pop("stream", None)  # stream(..., stream=True): LangChain's switch, set here anyway
         if ToolRequest.pop(dict(kwargs)) is not None:  # a call is read from the whole reply: one chunk
-            emit(ChatGenerationChunk(message=as_chunk(self._reply(messages, stop, kwargs))))
+            with interrupted_by(stopped):
+                emit(ChatGenerationChunk(message=as_chunk(self._reply(messages, stop, kwargs))))
             return
         ToolRequest.pop(kwargs)  # tool_choice="none": no tools
         prompt = self._continuation(messages)

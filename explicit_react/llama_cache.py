@@ -25,6 +25,7 @@ import logging
 import os
 import struct
 import tempfile
+import threading
 import warnings
 from collections.abc import Generator, Mapping, Sequence
 from pathlib import Path
@@ -34,6 +35,20 @@ import llama_cpp
 
 logger = logging.getLogger("explicit_react.llama")
 """The logger of ``explicit_react.llama``: a state file that cannot be loaded is noted there at DEBUG."""
+
+_interrupt = threading.local()
+
+
+@contextlib.contextmanager
+def interrupted_by(event: threading.Event) -> Generator[None, None, None]:
+    """Within this block, a generation on this thread ends at its next token once ``event`` is set
+    (the caller went away: a cancelled ``ainvoke``). The reply so far is what llama.cpp returns."""
+    outer = getattr(_interrupt, "event", None)
+    _interrupt.event = event
+    try:
+        yield
+    finally:
+        _interrupt.event = outer
 
 
 def aligned_reuse(previous_prompt: Sequence[int], prompt: Sequence[int], block: int) -> int:
@@ -87,7 +102,10 @@ class AlignedLlama(llama_cpp.Llama):
             return
         if save:  # only now: a prompt read in part (an error, Ctrl-C) must not be saved as read
             self._save_state(tokens[:save])
+        stop = getattr(_interrupt, "event", None)
         for token in itertools.chain([first], steps):
+            if stop is not None and stop.is_set():
+                return
             if not llama_cpp.llama_vocab_is_eog(self._model.vocab, token):
                 self.completion_tokens += 1
             yield token

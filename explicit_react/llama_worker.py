@@ -108,9 +108,14 @@ async def astream_in_turn(turns: TurnTaker, produce: Producer) -> AsyncIterator[
         future.cancel()
 
 
-async def in_turn(turns: TurnTaker, job: Callable[[], T]) -> T:
-    """``job``'s result, run in its turn; cancelling the wait before its turn skips it."""
-    return await asyncio.wrap_future(turns.submit(job))
+async def in_turn(turns: TurnTaker, job: Callable[[threading.Event], T]) -> T:
+    """``job(stopped)``'s result, run in its turn. Cancelling the wait before its turn skips it;
+    cancelling it later sets ``stopped``, for the job to end early."""
+    stopped = threading.Event()
+    try:
+        return await asyncio.wrap_future(turns.submit(lambda: job(stopped)))
+    finally:
+        stopped.set()
 
 
 def _produced(produce: Producer, put: Callable[[Any], None], stop: threading.Event) -> None:

@@ -129,3 +129,26 @@ def test_an_error_in_the_models_turn_reaches_the_caller() -> None:
     with pytest.raises(RuntimeError, match="llama_decode"):
         asyncio.run(model.ainvoke("q", stream=True))
     assert model.invoke("q", stream=True).content == "ok"  # the model's turns go on
+
+
+def test_a_job_whose_wait_is_cancelled_is_told_to_stop() -> None:
+    from explicit_react.llama_worker import TurnTaker, in_turn
+
+    turns = TurnTaker()
+    started, seen = threading.Event(), threading.Event()
+
+    def job(stopped: threading.Event) -> None:
+        started.set()
+        if stopped.wait(5):
+            seen.set()
+
+    async def main() -> None:
+        task = asyncio.ensure_future(in_turn(turns, job))
+        while not started.is_set():
+            await asyncio.sleep(0.001)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    assert seen.wait(5)  # the running job saw its stop signal, not its 5 s wait run out

@@ -136,3 +136,31 @@ def test_a_state_file_damaged_inside_is_not_used_and_is_replaced(tmp_path: Path)
         == damaged.content
         == gemma(**{**settings, "prompt_state_dir": None}).invoke(question).content
     )
+
+
+def test_a_cancelled_ainvoke_stops_generating_at_the_next_token() -> None:
+    """The caller went away (a timeout, a cancelled task): the model's thread used to write the whole
+    reply anyway, holding the model from every other caller until ``max_tokens``."""
+    import asyncio
+
+    from explicit_react.llama_worker import in_turn
+
+    model = gemma(max_tokens=200)
+    client = model.client
+    prompt = "Count from 1 to 500, one number per line."
+
+    async def cancelled_early() -> int:
+        task = asyncio.ensure_future(model.ainvoke(prompt))
+        while client.completion_tokens < 3:  # it is writing
+            await asyncio.sleep(0.005)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        # a job in the model's turn runs once the cancelled generation has ended: its token count
+        return await in_turn(model._turns, lambda stopped: client.completion_tokens)
+
+    written = asyncio.run(cancelled_early())
+    assert 3 <= written < 50
+    whole = model.invoke(prompt)  # uncut, the same prompt runs to max_tokens, on a model still sound
+    assert whole.response_metadata["finish_reason"] == "length"
+    assert whole.usage_metadata["output_tokens"] == 200  # type: ignore[index]
