@@ -11,11 +11,7 @@ with feedback (``prompts/answer_check.txt``) instead of ending the run:
 3. ``arithmetic``: the answer holds a calculation left undone ("10985 / 10855 * 100%"), and the
    run has a calculator to do it;
 4. ``unsourced``: the answer holds a number that neither the question, the context nor a tool result
-   states (rounded forms of them count), as a guessed value would;
-5. ``unlinked``: the answer names something (a capitalised name: a person, a town, a company) that a
-   tool result states, but no sentence of the results links it to what the question names, directly
-   or through other names: a name taken from a result about something else, as a small model does
-   when it answers "the founder of the company that makes X" after one search.
+   states (rounded forms of them count), as a guessed value would.
 
 An answer that says the fact could not be found passes: the question may have no answer. Each check
 sends back at most one answer per run, and an answer sent again unchanged is accepted, so the check
@@ -33,7 +29,6 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Literal
 
-from explicit_react.name_links import names_in, unlinked_names
 from explicit_react.policy import COMMON_NUMBERS, NUMBER_END, SCALES, numbers_in, sourced_numbers
 from explicit_react.prompt import load_template, render
 
@@ -300,18 +295,7 @@ def find_problem(
         return _problem("arithmetic", expression=expression, calculator=calculator)
     if "unsourced" not in skip and (missing := unsourced_answer_numbers(answer, sources)):
         return _problem("unsourced", numbers=" and ".join(missing), verb="is" if len(missing) == 1 else "are")
-    if "unlinked" not in skip and (names := unlinked_names(question, answer, sources)):
-        subjects = " or ".join(_as_written(question, n) for n in dict.fromkeys(names_in(question)))
-        return _problem(
-            "unlinked", names=" and ".join(_as_written(answer, n) for n in names), subjects=subjects
-        )
     return None
-
-
-def _as_written(text: str, lowered: str) -> str:
-    """``lowered`` with the capitals it has in ``text`` (unchanged when ``text`` does not hold it)."""
-    start = text.lower().find(lowered)
-    return lowered if start < 0 else text[start : start + len(lowered)]
 
 
 @dataclass

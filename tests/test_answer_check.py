@@ -19,7 +19,6 @@ from explicit_react.answer_check import (
     says_not_found,
     unsourced_answer_numbers,
 )
-from explicit_react.name_links import unlinked_names
 from explicit_react.testing import ScriptedChatModel
 from explicit_react.tools import calculator
 from tests.helpers import action, final
@@ -30,9 +29,6 @@ FACTS = {
     "price of Derpiol V6": "The Derpiol V6 costs 13730 dollars.",
     "Drouxcai florin": "One Drouxcai florin is worth 0.85 dollars.",
     "Flir Prallthom": "Flir Prallthom was born in 1944.",
-    "Randcoth H5 founder": "1. [news.md] Tusk Aldmere founded Kabu Robotics in 1990.\n"
-    "2. [products.md] The Randcoth H5 weighs 3 kg.",
-    "founder of Vionlio Optics": "1. [history.md] Vionlio Optics was founded by Nessa Quorb.",
 }
 
 
@@ -165,55 +161,6 @@ def test_only_the_first_failing_check_is_reported_and_skipped_checks_are_passed_
     assert find_problem(question, "13730 / 0.85 dollars", "13730 0.85", skip={"unit"}) is None
 
 
-CHAIN = "Who founded the company that makes the Randcoth H5?"
-
-
-@pytest.mark.parametrize(
-    ("answer", "sources", "unlinked"),
-    [
-        # the name comes from a result about another company: nothing ties it to the Randcoth H5
-        ("Tusk Aldmere", FACTS["Randcoth H5 founder"], ["tusk aldmere"]),
-        (
-            "It was founded by Tusk Aldmere of Kabu Robotics.",
-            FACTS["Randcoth H5 founder"],
-            ["tusk aldmere", "kabu robotics"],
-        ),
-        # linked through the company, one sentence at a time
-        (
-            "Nessa Quorb",
-            "The Randcoth H5 is made by Vionlio Optics.\nVionlio Optics was founded by Nessa Quorb.",
-            [],
-        ),
-        # "It" is the product its line began with; "Quorb" stands for "Nessa Quorb" on her line
-        (
-            "Nessa Quorb",
-            "The Randcoth H5 weighs 3 kg. It is made by Vionlio Optics.\nNessa Quorb lives in Pell. Quorb founded Vionlio Optics.",
-            [],
-        ),
-        # a name no result states is not this check's business (``unsourced`` is about numbers)
-        ("Ada Lovelace", FACTS["Randcoth H5 founder"], []),
-        # names the question has, and answers with no name, are not looked at
-        ("The Randcoth H5 maker", FACTS["Randcoth H5 founder"], []),
-        ("1990", FACTS["Randcoth H5 founder"], []),
-    ],
-)
-def test_a_name_the_results_never_link_to_the_question_is_found(
-    answer: str, sources: str, unlinked: list[str]
-) -> None:
-    assert unlinked_names(CHAIN, answer, f"{CHAIN}\n{sources}") == unlinked
-
-
-def test_a_question_with_no_name_has_nothing_to_link_to() -> None:
-    assert unlinked_names("Who wrote it?", "Tusk Aldmere", "Tusk Aldmere founded Kabu Robotics.") == []
-
-
-def test_the_unlinked_check_names_the_answer_and_the_question_as_written() -> None:
-    problem = find_problem(CHAIN, "Tusk Aldmere", f"{CHAIN}\n{FACTS['Randcoth H5 founder']}")
-    assert problem is not None and problem.check == "unlinked"
-    assert problem.feedback.startswith("Error: no tool result so far links Tusk Aldmere to Randcoth H5.")
-    assert "give the same Final Answer again" in problem.feedback
-
-
 # In a run -----------------------------------------------------------------------------------------
 
 
@@ -242,25 +189,6 @@ def test_an_intermediate_entity_given_for_a_number_is_sent_back() -> None:
         in model.calls[2].prompt
     )
     assert len(result.steps) == 3
-
-
-def test_a_name_from_a_result_about_something_else_is_sent_back_and_the_model_looks_further() -> None:
-    # Qwen2.5 1.5B answered a founder from the first search's results, about another company
-    # (bench/results/generated_local_qwen_tuning_tried_unlinked_check.json)
-    run_agent, model = agent(
-        [
-            action("knowledge_search", "Randcoth H5 founder"),
-            final("Tusk Aldmere"),
-            action("knowledge_search", "maker of Randcoth H5"),
-            action("knowledge_search", "founder of Vionlio Optics"),
-            final("Nessa Quorb"),
-        ]
-    )
-    result = run_agent.run(CHAIN)
-    assert [s.error for s in result.steps] == [None, "answer_check", None, None]
-    assert "links Tusk Aldmere to Randcoth H5" in result.steps[1].observation
-    assert "Observation: Error: no tool result so far links Tusk Aldmere" in model.calls[2].prompt
-    assert result.answer == "Nessa Quorb" and result.success
 
 
 def test_the_wrong_unit_is_sent_back_and_the_model_converts() -> None:

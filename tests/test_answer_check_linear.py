@@ -33,14 +33,6 @@ FAMILIES: dict[str, tuple[Callable[[int], str], Callable[[str], object]]] = {
         lambda n: ",".join(str(i % 1000) for i in range(n // 4)),
         lambda a: find_problem("How many items?", a, "12 items", calculator="calculator"),
     ),
-    "many names, linked": (
-        lambda n: "Abe Cole and " * (n // 13),
-        lambda a: find_problem("Who founded Kabu Robotics?", a, f"{a}. It founded Kabu Robotics. " * 2),
-    ),
-    "many one-word names on one line, linked": (
-        lambda n: " ".join(f"N{i:x} is" for i in range(n // 8)),
-        lambda a: find_problem("Who founded Kabu Robotics?", a, a.replace(" is", " of Kabu Robotics and")),
-    ),
 }
 
 

@@ -8,10 +8,14 @@ worth building into the agent; if not, it is not.
 ``scratchpad.render_findings``); ``--prompt facts`` asks first for the sentences the question needs,
 copied, then the answer. ``--gold`` skips the saved steps: each comparison question of the seeds is put
 with only the two facts it needs, one line each, and "Answer with the name only": how well the model
-compares two values when nothing else is in view.
+compares two values when nothing else is in view. ``--prompt choice`` puts each choice question
+("..., A or B?") of the saved runs with only the result sentences that name A or B (a sentence opening
+with a pronoun counts for what its line began with), and "Answer with the name only": the gold test
+with the sentences a run found instead of the two facts.
 
     python bench/eval/extraction_replay.py bench/results/generated_local_qwen_tuning_tried_cover_rarer.json --prompt facts
     python bench/eval/extraction_replay.py --gold --seeds 1,2,3,4,5
+    python bench/eval/extraction_replay.py bench/results/generated_local_qwen_tuning_comparisons_x3.json --prompt choice
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from explicit_react.scratchpad import render_findings
 from explicit_react.types import Step
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from name_links import names_in, sentences
 from worlds import Question, World, check
 
 FACTS_SYSTEM = "You answer a question from the results of the tool calls that were made for it."
@@ -47,6 +52,7 @@ Facts: the sentences of these results that the question needs, copied word for w
 Final Answer: the answer to the question, worked out from those facts alone: a name, or a number in the units the question asks for; or, if the facts are not there, what is missing"""
 
 _FINAL = re.compile(r"Final Answer:\s*(.*)", re.S)
+_CHOICE = re.compile(r",\s*([^,]+?)\s+or\s+([^,]+?)\s*\?\s*$")
 
 
 def extraction_messages(question: str, steps: Sequence[Step], prompt: str) -> list[Any]:
@@ -57,6 +63,33 @@ def extraction_messages(question: str, steps: Sequence[Step], prompt: str) -> li
     else:
         system, user = FACTS_SYSTEM, FACTS_USER.format(question=question, findings=findings)
     return [SystemMessage(system), HumanMessage(user)]
+
+
+def option_sentences(question: str, observations: Sequence[str]) -> list[str] | None:
+    """The result sentences that name an option of a choice question ("..., A or B?"), each once;
+    ``None`` for a question that is not one."""
+    match = _CHOICE.search(question)
+    options = [set(names_in(part)) for part in match.groups()] if match else []
+    if not options or not all(options):
+        return None
+    wanted = options[0] | options[1]
+    kept: list[str] = []
+    for observation in observations:
+        for sentence, names in sentences(observation):
+            if wanted & set(names) and sentence not in kept:
+                kept.append(sentence)
+    return kept
+
+
+def choice_messages(question: str, steps: Sequence[Step]) -> list[Any] | None:
+    """A choice question with the sentences of the steps' results that name its options."""
+    found = option_sentences(
+        question, [s.observation for s in steps if s.error is None and s.action != "calculator"]
+    )
+    if found is None:
+        return None
+    facts = "\n".join(found)
+    return [HumanMessage(f"Facts:\n{facts}\n\nQuestion: {question}\nAnswer with the name only.")]
 
 
 def final_answer(reply: str) -> str:
@@ -80,7 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("files", nargs="*", type=Path, help="results files of generated.py")
     parser.add_argument("--system", default="explicit", help="whose saved runs to replay")
-    parser.add_argument("--prompt", choices=["limit", "facts"], default="facts")
+    parser.add_argument("--prompt", choices=["limit", "facts", "choice"], default="facts")
     parser.add_argument("--gold", action="store_true", help="comparison questions with their facts only")
     parser.add_argument("--seeds", default="1,2,3,4,5", help="with --gold")
     parser.add_argument("--per-seed", type=int, default=6, help="with --gold: comparisons per seed")
@@ -117,9 +150,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for s in record.get("trace") or []
             ]
             began = time.monotonic()
-            answer = final_answer(
-                str(model.invoke(extraction_messages(record["question"], steps, args.prompt)).content)
-            )
+            if args.prompt == "choice":
+                messages = choice_messages(record["question"], steps)
+                if messages is None:
+                    continue  # not a choice question
+            else:
+                messages = extraction_messages(record["question"], steps, args.prompt)
+            answer = final_answer(str(model.invoke(messages).content))
             ok = check(question, answer)
             right, loop_right, total = right + ok, loop_right + bool(record["correct"]), total + 1
             print(

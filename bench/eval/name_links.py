@@ -1,15 +1,19 @@
-"""Which names the tool results link together: the ``unlinked`` answer check (``answer_check.py``).
+"""Which names the tool results link together: the diagnostics ``extraction_replay.py --prompt choice``
+and ``linked_numbers_replay.py``, and the answer check ``unlinked`` that was tried and not kept
+(docs/benchmarks.md, "names and the links between them").
 
 A name is a run of capitalised words (a person, a town, a company, a product with its model code).
 Two names are linked when one sentence of a result holds both; links chain, so "The Randcoth H5 is
 made by Vionlio Optics." and "Vionlio Optics was founded by Nessa Quorb." link the product to its
 maker's founder. An answer naming someone the results tie only to other things took the name from
-a result about something else. Plain text reading, no model call; linear in the text's length.
+a result about something else. Plain text reading, no model call. Written for the generated worlds'
+prose: on web or Wikipedia text (initials, possessives, wrapped lines, "Page:" titles) it misses links.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 # Names: runs of capitalised words and model codes ("Gourdound Marine", "Huslel K4"), without the
 # function words a sentence or question starts with ("In which town ...", "The Huslel K4 ...").
@@ -38,6 +42,22 @@ def names_in(text: str) -> list[str]:
     return found
 
 
+def sentences(text: str) -> Iterator[tuple[str, list[str]]]:
+    """Each sentence of each line of ``text`` (a result's "1. [file.md]" head dropped) with the names
+    it holds; a sentence opening with a pronoun or "the <noun>" also holds the first name of its
+    line's first sentence (the one it speaks of)."""
+    for line in text.splitlines():
+        first: list[str] = []
+        for number, sentence in enumerate(_SENTENCE_END.split(_RESULT_HEAD.sub("", line).replace("#", " "))):
+            names = names_in(sentence)
+            if number == 0:
+                first = names
+            elif _REFERS_BACK.match(sentence.strip()):
+                names = names + first[:1]  # the first sentence's names are linked already
+            if sentence.strip():
+                yield sentence.strip(), names
+
+
 def unlinked_names(question: str, answer: str, sources: str) -> list[str]:
     """The names in ``answer`` (not in ``question``) that ``sources`` states but never links to a name
     of the question, as written in the answer's lowercase form.
@@ -64,16 +84,9 @@ def unlinked_names(question: str, answer: str, sources: str) -> list[str]:
             parent[root(name)] = root(names[0])
 
     for line in sources.splitlines():
-        sentences = _SENTENCE_END.split(_RESULT_HEAD.sub("", line).replace("#", " "))
-        first: list[str] = []
         longer: dict[str, list[str]] = {}  # a word of a longer name on this line -> those names
         on_line: set[str] = set()
-        for number, sentence in enumerate(sentences):
-            names = names_in(sentence)
-            if number == 0:
-                first = names
-            elif _REFERS_BACK.match(sentence.strip()):
-                names = names + first[:1]  # the first sentence's names are linked already
+        for _, names in sentences(line):
             link(names)
             on_line.update(names)
         for name in on_line:
