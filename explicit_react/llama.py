@@ -262,7 +262,8 @@ class ChatLlama(BaseChatModel):
         **kwargs: Any,
     ) -> ChatResult:
         """``_generate`` in this model's turn (``llama_worker``): waiting holds no executor thread.
-        Cancelled, the generation ends at its next token (a client built by ``load_model``)."""
+        Cancelled, the generation stops before its prompt's next block or its reply's next token (a
+        client built by ``load_model``)."""
 
         def generate(stopped: threading.Event) -> ChatResult:
             with interrupted_by(stopped):

@@ -39,10 +39,15 @@ logger = logging.getLogger("explicit_react.llama")
 _interrupt = threading.local()
 
 
+class GenerationStopped(Exception):
+    """The caller went away during a generation (``interrupted_by``)."""
+
+
 @contextlib.contextmanager
 def interrupted_by(event: threading.Event) -> Generator[None, None, None]:
-    """Within this block, a generation on this thread ends at its next token once ``event`` is set
-    (the caller went away: a cancelled ``ainvoke``). The reply so far is what llama.cpp returns."""
+    """Within this block, a generation on this thread stops once ``event`` is set (the caller went
+    away: a cancelled ``ainvoke``), before it reads its prompt's next ``n_batch`` block or its reply's
+    next token: ``GenerationStopped`` is raised to the caller that left."""
     outer = getattr(_interrupt, "event", None)
     _interrupt.event = event
     try:
@@ -102,13 +107,23 @@ class AlignedLlama(llama_cpp.Llama):
             return
         if save:  # only now: a prompt read in part (an error, Ctrl-C) must not be saved as read
             self._save_state(tokens[:save])
-        stop = getattr(_interrupt, "event", None)
         for token in itertools.chain([first], steps):
-            if stop is not None and stop.is_set():
-                return
             if not llama_cpp.llama_vocab_is_eog(self._model.vocab, token):
                 self.completion_tokens += 1
             yield token
+
+    def eval(self, tokens: Sequence[int]) -> None:
+        """``Llama.eval`` one ``n_batch`` block at a time (the blocks it reads anyway), each only while
+        the caller is there (``interrupted_by``): a long prompt is not read for nobody. A reply's
+        tokens come here one at a time, so they are checked too."""
+        stop = getattr(_interrupt, "event", None)
+        if stop is None:
+            return super().eval(tokens)
+        for start in range(0, len(tokens), self.n_batch):
+            if stop.is_set():
+                raise GenerationStopped("the caller went away; the generation stopped")
+            super().eval(tokens[start : start + self.n_batch])
+        return None
 
     def usage(self) -> dict[str, int]:
         """The last call's token counts, as llama-cpp-python reports them for a call that does not

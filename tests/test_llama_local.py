@@ -164,3 +164,31 @@ def test_a_cancelled_ainvoke_stops_generating_at_the_next_token() -> None:
     whole = model.invoke(prompt)  # uncut, the same prompt runs to max_tokens, on a model still sound
     assert whole.response_metadata["finish_reason"] == "length"
     assert whole.usage_metadata["output_tokens"] == 200  # type: ignore[index]
+
+
+def test_a_call_cancelled_while_its_prompt_is_read_stops_reading_and_the_model_stays_sound() -> None:
+    import asyncio
+
+    from langchain_core.messages import HumanMessage, SystemMessage
+
+    from explicit_react.llama_worker import in_turn
+
+    prompt = [SystemMessage("You are a careful assistant who answers briefly. " * 40), HumanMessage("Hi?")]
+    model = gemma(n_batch=8, max_tokens=8)
+    client = model.client
+
+    async def cancelled_while_reading() -> tuple[int, int]:
+        task = asyncio.ensure_future(model.ainvoke(prompt))
+        while client.prompt_tokens == 0:  # the generation began: its prompt is being read
+            await asyncio.sleep(0.001)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return await in_turn(model._turns, lambda stopped: (client.n_tokens, client.prompt_tokens))
+
+    read, length = asyncio.run(cancelled_while_reading())
+    assert length > 300 and read < length  # it stopped reading part-way
+    assert client.completion_tokens == 0
+    # the next call reads on from the blocks already read and replies as a fresh model does
+    again = model.invoke(prompt)
+    assert again.content == gemma(n_batch=8, max_tokens=8).invoke(prompt).content
