@@ -127,11 +127,17 @@ class ClassicLoop:
         *,
         only_outputs: bool = False,
         include_run_info: bool = False,
+        prepared: bool = False,
     ) -> Machine[Any]:
         """The whole run: memory, the chain's callback events, the loop, the output (returned for
-        ``invoke``, yielded as the last chunk otherwise)."""
+        ``invoke``, yielded as the last chunk otherwise). ``prepared``: ``input`` is the inputs as
+        ``prep_inputs`` made them (the iterator's, memory loaded once), to use as they are."""
         config = ensure_config(config)
-        inputs = yield Call(partial(self.prep_inputs, input), partial(self.aprep_inputs, input))
+        inputs = (
+            input
+            if prepared
+            else (yield Call(partial(self.prep_inputs, input), partial(self.aprep_inputs, input)))
+        )
         args = (config.get("callbacks"), self.callbacks, self.verbose, config.get("tags"), self.tags,
                 config.get("metadata"), self.metadata)  # fmt: skip
         start = (None, inputs, config.get("run_id"))

@@ -134,7 +134,7 @@ class AgentExecutorIterator:
         self.reset()
         # every chunk (actions, steps, iteration ends): ``_take`` keeps the books and picks
         run = self.agent_executor._session(
-            self.inputs, self._config(), "iter", include_run_info=self.include_run_info
+            self.inputs, self._config(), "iter", include_run_info=self.include_run_info, prepared=True
         )
         for chunk in drivers.drive(run):
             if (shown := self._take(chunk)) is not None:
@@ -144,7 +144,7 @@ class AgentExecutorIterator:
         """Async ``__iter__``."""
         self.reset()
         run = self.agent_executor._session(
-            self.inputs, self._config(), "iter", include_run_info=self.include_run_info
+            self.inputs, self._config(), "iter", include_run_info=self.include_run_info, prepared=True
         )
         async for chunk in drivers.adrive(run):
             if (shown := self._take(chunk)) is not None:

@@ -236,7 +236,7 @@ def load_named_model(name: str | None) -> Any:
     """The chat model for ``--model`` (or the default one); ``UsageError`` when none is configured."""
     from explicit_react import models
 
-    chosen = name or models.default_model_name()
+    chosen = name if name is not None else models.default_model_name()  # --model "" is an error
     if chosen is None:
         raise UsageError(models.NO_MODEL_MESSAGE)
     try:

@@ -35,8 +35,13 @@ def load_gemini(name: str, options: dict[str, Any]) -> BaseChatModel:
     or the environment, and ``max_retries=CLIENT_MAX_RETRIES`` unless the options set it."""
     from langchain_google_genai import ChatGoogleGenerativeAI
 
+    if "model" in options:
+        raise ConfigurationError(f"{name}: the model is the name given, not a 'model' option")
     given = next((k for k in (options.pop("google_api_key", None), options.pop("api_key", None)) if k), None)
-    key = given.get_secret_value() if isinstance(given, SecretStr) else given or api_key(os.environ)
+    if given is not None and not isinstance(given, str | SecretStr):
+        raise ConfigurationError(f"{name}: the API key must be a string, not {type(given).__name__}")
+    given = given.get_secret_value() if isinstance(given, SecretStr) else given
+    key = given.strip() if given and given.strip() else api_key(os.environ)
     if not key:
         raise ConfigurationError(
             f"{name} needs a Gemini API key: export GOOGLE_API_KEY=... "

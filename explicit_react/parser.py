@@ -114,7 +114,7 @@ def parse_in_full(
     action = _first_action(text, found, labels, real)
     final = _final_label(found, has_action=action is not None)
     if final is not None and (action is None or final.start < action.start):
-        return _final_answer(text, found, final, labels, grammar)
+        return _final_answer(text, found, final, labels, grammar, real)
     if action is not None:
         return _checked_action(text, found, action, labels, real)
     blob = _json_blob(text, found, labels, real)
@@ -195,12 +195,23 @@ def _clean(text: str, grammar: Grammar) -> str:
 
 
 # -- 3. Cut the hallucinated continuation -----------------------------------------------------------
+# The line after a question that opens with "Answer:" or "A:": a question and answer the answer holds.
+_ANSWERED_NEXT = re.compile(
+    r"[^\n]*+\n(?:[ \t]*+\n)*+[ \t*_]*+(?:\d++[.)][ \t]*+)?+(?:answer|a)\b[ \t*_]*+[:：]", re.I
+)
+
+
 def _cut_continuation(text: str, found: list[Label], grammar: Grammar) -> tuple[str, list[Label]]:
     """Drop the turn the model went on to invent: everything from the first ``Question:`` line after
-    a Final Answer (its answers are not the model's), and from the first model-written Observation
-    that follows an Action."""
+    a Final Answer (its answers are not the model's), unless the next line answers it (``Answer:``,
+    a quiz or an FAQ in the answer) and no turn label follows; and from the first model-written
+    Observation that follows an Action."""
     first_final = next((label.end for label in found if label.kind == Kind.FINAL), None)
-    if first_final is not None and (asked := grammar.question_line.search(mask_fences(text), first_final)):
+    asked = None if first_final is None else grammar.question_line.search(mask_fences(text), first_final)
+    if asked is not None and (
+        any(label.start > asked.end() and opens_turn(text, label, grammar) for label in found)
+        or not _ANSWERED_NEXT.match(text, asked.end())  # a quiz's or an FAQ's question is the answer's
+    ):
         text, found = text[: asked.start()], [label for label in found if label.end <= asked.start()]
     first_action = next((label.start for label in found if label.kind == Kind.ACTION), None)
     if first_action is None:
@@ -311,18 +322,34 @@ def _final_label(found: list[Label], *, has_action: bool) -> Label | None:
 
 
 def _final_answer(
-    text: str, found: list[Label], final: Label, labels: Labels, grammar: Grammar
+    text: str, found: list[Label], final: Label, labels: Labels, grammar: Grammar, real: frozenset[str]
 ) -> FinalAnswer:
     """The answer runs to the end, or to the first line after it that opens with a label of the
-    format: the model went on to invent the next turn (a ``Thought:``, an action; from a ``Question:``
-    it was cut already). Any other line is the answer's: a list, code, paragraphs stay whole, and so
-    does a line that opens with an alias (``Input: a list``, ``Answer: ...``), which is prose there."""
-    later = (label.start for label in found if label.start > final.start and opens_turn(text, label, grammar))
+    format: the model went on to invent the next turn (a ``Thought:``, an action with its input; from
+    a ``Question:`` with a turn after it, it was cut already). Any other line is the answer's: a
+    list, code, paragraphs stay whole, and so do a line that opens with an alias (``Input: a list``,
+    ``Answer: ...``), which is prose there, and an ``Action:`` line that names no tool and has no
+    input after it ("Plan: / Action: restart the server"), a step of the answer's own."""
+    later = (
+        label.start
+        for index, label in enumerate(found)
+        if label.start > final.start
+        and opens_turn(text, label, grammar)
+        and (label.kind != Kind.ACTION or _invented_action(text, found[index:], real))
+    )
     end = next(later, len(text))
     answer = text[final.end : end].strip()
     if not answer:
         raise parse_error(f"Your {labels.final_answer} is empty.", text, labels)
     return FinalAnswer(answer, thought_before(text, found, final.start), text[:end].rstrip())
+
+
+def _invented_action(text: str, found: list[Label], real: frozenset[str]) -> bool:
+    """Whether the ``Action:`` line ``found[0]`` after a Final Answer is a call the model went on to
+    write: an input follows it, it names a real tool, or the tools are not known."""
+    line_end = text.find("\n", found[0].end)
+    named = text[found[0].end : len(text) if line_end < 0 else line_end].strip(" \t*`").lower()
+    return not real or named in real or any(label.kind == Kind.INPUT for label in found[1:])
 
 
 def _checked_action(

@@ -24,8 +24,11 @@ _LINE = re.compile(r"[^\n]+")
 _INFO_STRING = re.compile(r"[\w+.-]*[ \t]*\n?")
 _MARKDOWN_NOISE = re.compile(r"\A[*_]+\s*")
 _EXPRESSION_GOES_ON = re.compile(
-    r"[ \t]*+(?:\.[ \t]*[A-Za-z_]|\[|(?:[-+*/%@&|^<>]|[=!<>]=|//|\*\*)[ \t]*[\d\[({\"'.])"
-)  # a method, an index, or an operator before a number or a literal; not "(", "-" and a word: prose
+    r"[ \t]*+(?:\.[ \t]*[A-Za-z_]|\[|(?:[-+*/%@&|^<>]|[=!<>]=|//|\*\*)[ \t]*[\d\[({\"'.]"
+    r"|,[ \t]*+[\d\[{\"'A-Za-z_-])"
+    r"|[ \t]++[A-Za-z_]"
+)  # a method, an index, or an operator before a number or a literal; not "(", "-" and a word: prose;
+# a comma and another value ("[1, 2], [3, 4]"), or words ('{"q": "x"} and more'): the text goes on
 _JSON_IN_CALL = re.compile(r"\A[A-Za-z_][\w.]*+\s*+\((?P<json>\s*\{.*\})\s*\)\s*\Z", re.S)
 # The name keeps the spaces before the parenthesis (``tool_name`` strips them): a lazy name that
 # competes with ``\s*`` for them is quadratic on a run of spaces.
@@ -311,9 +314,10 @@ def read_tool_input(raw: str) -> ToolInput:
 
 
 def _expression_after_json(text: str) -> bool:
-    """Whether a JSON value at the start of ``text`` goes on, on its own line, as an expression
-    (``[1, 2, 3][::-1]``, ``{"a": 1}.items()``, ``[1] + [2]``): code that starts with a literal, to pass
-    on as written, not JSON followed by noise (a stray ``}``, ``</s>``, a quote)."""
+    """Whether a JSON value at the start of ``text`` goes on, on its own line: as an expression
+    (``[1, 2, 3][::-1]``, ``{"a": 1}.items()``, ``[1] + [2]``), with another value after a comma
+    (``[1, 2], [3, 4]``) or with words (``{"q": "x"} and more``): text to pass on as written, not JSON
+    followed by noise (a stray ``}``, ``</s>``, a quote, a fence, a remark in parentheses)."""
     try:
         end = json.JSONDecoder().raw_decode(text)[1]
     except (ValueError, RecursionError):

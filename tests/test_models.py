@@ -570,3 +570,24 @@ def test_a_broken_llama_cpp_install_is_a_configuration_error_with_the_reinstall_
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(root)])}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert done.stdout.strip() == "True", done.stderr
+
+
+# --- options checked before a local model is built (a review found them dropped silently) -----------
+
+
+def test_a_misspelled_local_option_is_refused_with_the_near_name(fake_local: list[dict[str, Any]]) -> None:
+    with pytest.raises(ConfigurationError, match="no option 'max_token'; did you mean 'max_tokens'"):
+        load_model("local:qwen", max_token=16)
+    assert fake_local == []  # nothing was built with the option dropped
+
+
+def test_llama_cpp_constructor_arguments_go_to_model_kwargs(fake_local: list[dict[str, Any]]) -> None:
+    load_model("local:qwen", n_gpu_layers=0, use_mmap=False, n_ctx=1024)
+    settings = fake_local[-1]
+    assert settings["model_kwargs"] == {"n_gpu_layers": 0, "use_mmap": False}
+    assert settings["n_ctx"] == 1024  # ChatLlama's own field stays its own
+
+
+def test_a_model_path_option_is_refused(fake_local: list[dict[str, Any]]) -> None:
+    with pytest.raises(ConfigurationError, match="not a model_path option"):
+        load_model("local:qwen", model_path="/elsewhere.gguf")
