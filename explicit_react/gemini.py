@@ -17,6 +17,7 @@ from langchain_core.language_models import BaseChatModel
 from pydantic import SecretStr
 
 from explicit_react.errors import ConfigurationError
+from explicit_react.redaction import keep_secret
 
 API_KEY_VARIABLES = ("GOOGLE_API_KEY", "GEMINI_API_KEY")
 """Where the Gemini API key is read from, first one set wins."""
@@ -47,6 +48,8 @@ def load_gemini(name: str, options: dict[str, Any]) -> BaseChatModel:
             f"{name} needs a Gemini API key: export GOOGLE_API_KEY=... "
             "(or GEMINI_API_KEY; get one at https://aistudio.google.com/apikey)"
         )
+    if given:  # a key given in code: no variable holds it, so redaction is told of it
+        keep_secret(key)
     if "max_retries" not in options and "retries" not in options:  # "retries" is the field's alias
         options["max_retries"] = CLIENT_MAX_RETRIES
     model: BaseChatModel = ChatGoogleGenerativeAI(model=name, google_api_key=SecretStr(key), **options)

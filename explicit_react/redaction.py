@@ -21,12 +21,28 @@ _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", r
 _MIN_CHARS = 8  # shorter values are too likely to be ordinary words or numbers
 
 
+_kept: set[str] = set()
+"""Secrets this process was given otherwise than in its environment (``keep_secret``)."""
+
+
+def keep_secret(value: str) -> None:
+    """Redact ``value`` from now on, as an environment variable's secret is: for a key given in code
+    (``load_model("gemini-...", google_api_key=...)`` calls this), which no variable holds."""
+    global _read
+    if value.strip() and value not in _kept:
+        _kept.add(value)
+        _read = (-inf, -1, [])  # the next reading includes it
+
+
 def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
     """Values (8 characters or longer) of the environment variables whose names look secret, and
     the same values with surrounding white space removed (a client given a key from a file with
-    CRLF line ends sends it stripped), and their escaped forms (``_forms``); the longest first."""
+    CRLF line ends sends it stripped), and their escaped forms (``_forms``); the longest first.
+    Of the process's own environment (``environ`` not given), the secrets of ``keep_secret`` too."""
     env = os.environ if environ is None else environ
     values = {form for name, value in env.items() if _SECRET_NAME.search(name) for form in _forms(value)}
+    if environ is None:
+        values |= {form for value in _kept for form in _forms(value)}
     return sorted((v for v in values if len(v) >= _MIN_CHARS), key=len, reverse=True)
 
 

@@ -65,3 +65,26 @@ def test_gemini_with_no_network_fails_at_once_saying_so(monkeypatch: pytest.Monk
     assert transport.requests == 1  # not retried: a lookup that failed fails again a second later
     assert "cannot reach the model's server (no network?): ConnectError" in str(result.error)
     assert API_KEY not in str(result.error)
+
+
+def test_a_key_given_in_code_is_redacted_like_one_in_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The key is in no variable, so redaction knew nothing of it: a server error that repeats the
+    request's key reached the run's error as it was."""
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    key = "AIza-given-in-code-9876543210"
+
+    def echo_key(request: httpx.Request) -> httpx.Response:
+        message = f"API key not valid: {request.headers.get('x-goog-api-key')}"
+        return httpx.Response(
+            400, json={"error": {"code": 400, "message": message, "status": "INVALID_ARGUMENT"}}
+        )
+
+    transport = Transport(echo_key)
+    model = load_model(
+        "gemini-2.5-flash", google_api_key=key, client_args={"transport": httpx.MockTransport(transport)}
+    )
+    result = ExplicitReActAgent(model, [search], max_retries=0).run("2+2?")
+    assert transport.requests == 1 and result.stop_reason is StopReason.LLM_ERROR
+    assert "API key not valid: [redacted]" in str(result.error)
+    assert key not in str(result.error)
