@@ -137,7 +137,7 @@ def lookup(query: str) -> str:
 
 
 def test_the_iterator_loads_memory_once_per_run() -> None:
-    memory = CountingMemory(memory_key="history")
+    memory = CountingMemory(memory_key="history", output_key="output")
     prompt = PromptTemplate.from_template("{history} {tools} [{tool_names}] {input} {agent_scratchpad}")
     agent = create_react_agent(ScriptedChatModel(["Final Answer: a"]), [lookup], prompt)
     executor = AgentExecutor(agent=agent, tools=[lookup], memory=memory)
