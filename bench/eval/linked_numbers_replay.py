@@ -60,12 +60,10 @@ def flagged(record: dict[str, Any]) -> bool:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("files", nargs="+", type=Path, help="results files of generated.py")
-    args = parser.parse_args(argv)
-    counts: Counter[tuple[str, bool]] = Counter()
-    for path in args.files:
-        for records in json.loads(path.read_text(encoding="utf-8"))["records"].values():
-            for record in records:
-                counts["right" if record["correct"] else "wrong", flagged(record)] += 1
+    files = parser.parse_args(argv).files
+    reports = [json.loads(path.read_text(encoding="utf-8"))["records"] for path in files]
+    runs = [record for report in reports for records in report.values() for record in records]
+    counts = Counter(("right" if run["correct"] else "wrong", flagged(run)) for run in runs)
     print("| runs | flagged | not flagged |\n|---|---|---|")
     for outcome in ("right", "wrong"):
         print(f"| {outcome} | {counts[outcome, True]} | {counts[outcome, False]} |")
