@@ -5,10 +5,8 @@ timeouts and retries for transient errors."""
 from __future__ import annotations
 
 import copy
-import errno
 import random
 import re
-import socket
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -32,6 +30,7 @@ from explicit_react.model_kind import (
     takes_stop,
     with_bound_stops,
 )
+from explicit_react.network import unreachable
 from explicit_react.parser import OBSERVATION
 from explicit_react.prompt import Message
 from explicit_react.redaction import error_message
@@ -47,12 +46,6 @@ _INVENTED_OBSERVATION = re.compile(
 _TRANSIENT_NAMES = re.compile(
     r"RateLimit|ResourceExhausted|TooManyRequests|ServiceUnavailable|Unavailable|Timeout|TimedOut|"
     r"Connect|Overloaded|InternalServer|ServerError|DeadlineExceeded|Aborted|RemoteProtocol",
-    re.IGNORECASE,
-)
-# How the text of a failed name lookup or a missing route reads, for errors that carry no cause.
-_NO_ROUTE = re.compile(
-    r"Name or service not known|nodename nor servname|Temporary failure in name resolution|"
-    r"getaddrinfo failed|No address associated with hostname|Network is unreachable",
     re.IGNORECASE,
 )
 
@@ -82,28 +75,6 @@ def is_transient(exc: BaseException) -> bool:
     if isinstance(status, int) and (status == 429 or 500 <= status < 600):
         return True
     return any(_TRANSIENT_NAMES.search(cls.__name__) for cls in type(exc).__mro__)
-
-
-def unreachable(exc: BaseException) -> bool:
-    """Whether ``exc`` (or an error in its chain) says the model's server cannot be reached at all:
-    its name did not resolve (``socket.gaierror``: no network, no DNS, a wrong host) or the network
-    has no route (``ENETUNREACH``). Offline, such a call fails at once, every time, so it is not
-    retried: the run ends with "cannot reach the model's server (no network?)" in seconds."""
-    seen: set[int] = set()
-    error: BaseException | None = exc
-    while error is not None and id(error) not in seen and len(seen) < 16:
-        seen.add(id(error))
-        if isinstance(error, socket.gaierror):
-            return True
-        if isinstance(error, OSError) and error.errno == errno.ENETUNREACH:
-            return True
-        try:
-            if _NO_ROUTE.search(str(error)):
-                return True
-        except Exception:  # a library's broken __str__
-            pass
-        error = error.__cause__ or error.__context__
-    return False
 
 
 def cut_invented_observation(text: str) -> str:

@@ -65,13 +65,38 @@ def test_long_snippets_are_cut() -> None:
 def test_network_error_is_retried_then_reported() -> None:
     calls: list[str] = []
 
+    def dropped(query: str, max_results: int) -> list[dict[str, Any]]:
+        calls.append(query)
+        raise ConnectionResetError("[Errno 104] Connection reset by peer")
+
+    observation = WebSearchTool(backend=dropped, retries=1, timeout=5).invoke("anything")
+    assert (
+        observation
+        == "Error: web search unavailable: ConnectionResetError: [Errno 104] Connection reset by peer"
+    )
+    assert len(calls) == 2
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        ConnectionError("[Errno 101] Network is unreachable"),
+        OSError("DNSError('error sending request > error resolving DNS > DNS error: no records found')"),
+    ],
+)
+def test_no_network_is_reported_at_once_not_retried(error: OSError) -> None:
+    """Offline, each retry failed the same way after its backoff (2.6 s with ddgs's DNS error)."""
+    calls: list[str] = []
+
     def offline(query: str, max_results: int) -> list[dict[str, Any]]:
         calls.append(query)
-        raise ConnectionError("[Errno 101] Network is unreachable")
+        raise error
 
-    observation = WebSearchTool(backend=offline, retries=1, timeout=5).invoke("anything")
-    assert observation == "Error: web search unavailable: ConnectionError: [Errno 101] Network is unreachable"
-    assert len(calls) == 2
+    observation = WebSearchTool(backend=offline, retries=2, timeout=5).invoke("anything")
+    assert observation.startswith(
+        "Error: web search unavailable: cannot reach the search engine (no network?): "
+    )
+    assert len(calls) == 1
 
 
 def test_rate_limit_is_retried_and_can_succeed() -> None:

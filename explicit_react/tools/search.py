@@ -13,6 +13,7 @@ from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackMan
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field
 
+from explicit_react.network import unreachable
 from explicit_react.redaction import error_message
 from explicit_react.tools._errors import Text, checked_query, tool_error, validation_error_observation
 
@@ -94,6 +95,9 @@ class WebSearchTool(BaseTool):
                 return _call_within(self._search_once, query, remaining)
             except SearchUnavailable as exc:
                 problem = str(exc)
+                if unreachable(exc):  # offline, a retry fails the same way: say so at once
+                    problem = f"cannot reach the search engine (no network?): {problem}"
+                    break
             except TimeoutError:
                 problem = f"no answer within {self.timeout:g}s"
                 break
