@@ -41,15 +41,15 @@ def load_gemini(name: str, options: dict[str, Any]) -> BaseChatModel:
     given = next((k for k in (options.pop("google_api_key", None), options.pop("api_key", None)) if k), None)
     if given is not None and not isinstance(given, str | SecretStr):
         raise ConfigurationError(f"{name}: the API key must be a string, not {type(given).__name__}")
-    given = given.get_secret_value() if isinstance(given, SecretStr) else given
-    key = given.strip() if given and given.strip() else api_key(os.environ)
+    given = (given.get_secret_value() if isinstance(given, SecretStr) else given or "").strip()
+    key = given or api_key(os.environ)
     if not key:
         raise ConfigurationError(
             f"{name} needs a Gemini API key: export GOOGLE_API_KEY=... "
             "(or GEMINI_API_KEY; get one at https://aistudio.google.com/apikey)"
         )
     if given:  # a key given in code: no variable holds it, so redaction is told of it
-        keep_secret(key)
+        keep_secret(given)
     if "max_retries" not in options and "retries" not in options:  # "retries" is the field's alias
         options["max_retries"] = CLIENT_MAX_RETRIES
     model: BaseChatModel = ChatGoogleGenerativeAI(model=name, google_api_key=SecretStr(key), **options)

@@ -335,7 +335,7 @@ def _final_answer(
         for index, label in enumerate(found)
         if label.start > final.start
         and opens_turn(text, label, grammar)
-        and (label.kind != Kind.ACTION or _invented_action(text, found[index:], real))
+        and (label.kind != Kind.ACTION or _invented_action(text, label, found[index + 1 :], real))
     )
     end = next(later, len(text))
     answer = text[final.end : end].strip()
@@ -344,12 +344,13 @@ def _final_answer(
     return FinalAnswer(answer, thought_before(text, found, final.start), text[:end].rstrip())
 
 
-def _invented_action(text: str, found: list[Label], real: frozenset[str]) -> bool:
-    """Whether the ``Action:`` line ``found[0]`` after a Final Answer is a call the model went on to
-    write: an input follows it, it names a real tool, or the tools are not known."""
-    line_end = text.find("\n", found[0].end)
-    named = text[found[0].end : len(text) if line_end < 0 else line_end].strip(" \t*`").lower()
-    return not real or named in real or any(label.kind == Kind.INPUT for label in found[1:])
+def _invented_action(text: str, action: Label, after: list[Label], real: frozenset[str]) -> bool:
+    """Whether the ``Action:`` line ``action`` after a Final Answer is a call the model went on to
+    write: an input follows it (``after``: the labels after it), it names a real tool, or the tools
+    are not known."""
+    line_end = text.find("\n", action.end)
+    named = text[action.end : len(text) if line_end < 0 else line_end].strip(" \t*`").lower()
+    return not real or named in real or any(label.kind == Kind.INPUT for label in after)
 
 
 def _checked_action(
