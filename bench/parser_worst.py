@@ -88,6 +88,9 @@ def families() -> dict[str, Callable[[int], str]]:
         "repeated Action lines": lambda size: _repeat("Action: search\n", size),
         "repeated labels on one line": lambda size: _repeat("Thought: Action: Action Input: ", size),
         "repeated Final Answer lines": lambda size: _repeat("Final Answer: x\n", size),
+        "a Final Answer quoting label lines": lambda size: (
+            "Final Answer: the format:\n" + _repeat("Question: q:\nThought: t\n", size)
+        ),
         "repeated whole steps": lambda size: _repeat(
             "Thought: t\nAction: search\nAction Input: x\nObservation: o\n", size
         ),

@@ -4,7 +4,7 @@ label found in a reply (outside code fences), in linear time."""
 from __future__ import annotations
 
 import re
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
@@ -337,3 +337,40 @@ def outside_strings(text: str, found: list[Label]) -> list[Label]:
                 continue
         kept.append(label)
     return kept
+
+
+def quoted_in_answer(text: str, found: list[Label], grammar: Grammar) -> tuple[list[Label], set[int]]:
+    """The labels less those a Final Answer quotes, and the starts of the lines that quote them.
+
+    After a Final Answer, a line that opens with a label is the model's invented next turn, unless the
+    answer is about the format: "Each step has three lines:" then "Thought: …", "Action: …", or a
+    numbered list of them. A label line (or a ``Question:`` line) is quoted when the line right before
+    it, within the answer, ends with a colon (the answer introduces it) or is quoted itself; every
+    label on a quoted line is text. "Final Answer: Paris" then "2. Question: And Italy?" is still a
+    turn the model invented."""
+    final = next((label for label in found if label.kind == Kind.FINAL), None)
+    if final is None:
+        return found, set()
+    starts = {label.start for label in found if label.start > final.end and opens_turn(text, label, grammar)}
+    starts.update(match.start() + 1 for match in grammar.question_line.finditer(mask_fences(text), final.end))
+    quoted: set[int] = set()
+    for start in sorted(starts):
+        previous = text.rfind("\n", 0, start - 1) + 1
+        before = text[max(previous, final.end) : start].strip()
+        if before and (before.endswith((":", "：")) or previous in quoted):
+            quoted.add(start)
+    if not quoted:
+        return found, quoted
+    lines = sorted(quoted)
+    return [label for label in found if not _on_line(text, label.start, lines)], quoted
+
+
+def _on_line(text: str, position: int, line_starts: list[int]) -> bool:
+    """Whether ``position`` is on one of the lines that start at ``line_starts`` (sorted)."""
+    index = bisect_right(line_starts, position) - 1
+    return index >= 0 and position < _line_end(text, line_starts[index])
+
+
+def _line_end(text: str, start: int) -> int:
+    end = text.find("\n", start)
+    return len(text) if end < 0 else end

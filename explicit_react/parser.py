@@ -7,7 +7,8 @@ The parser reads top to bottom:
 2. find the labels (``Thought:``, ``Action:``, ``Action Input:``, ``Observation:``, ``Final Answer:``)
    in any case, with extra spaces, bold, numbered, indented or glued to the previous word;
 3. cut the hallucinated continuation: everything from a model-written ``Observation`` after the
-   first action, or from a ``Question:`` line after a final answer;
+   first action, or from a ``Question:`` line after a final answer; label lines a final answer
+   introduces with a colon are its text (``labels.quoted_in_answer``);
 4. decide: a final answer that comes first (up to a line that opens with a label), else the first
    complete action (labels, call syntax ``tool(query="x")``, bracket syntax ``tool[x]``), else a JSON
    action blob;
@@ -45,6 +46,7 @@ from explicit_react.labels import (
     label_matches,
     opens_turn,
     outside_strings,
+    quoted_in_answer,
     thought_before,
 )
 from explicit_react.parse_feedback import missing_parts, parse_error
@@ -108,8 +110,8 @@ def parse_in_full(
     found = find_labels(text, grammar, limit=MAX_LABELS + 1)
     if len(found) > MAX_LABELS:
         text, found = text[: found[MAX_LABELS].start], found[:MAX_LABELS]
-    found = outside_strings(text, found)
-    text, found = _cut_continuation(text, found, grammar)
+    found, quoted = quoted_in_answer(text, outside_strings(text, found), grammar)
+    text, found = _cut_continuation(text, found, grammar, quoted)
 
     action = _first_action(text, found, labels, real)
     final = _final_label(found, has_action=action is not None)
@@ -201,13 +203,18 @@ _ANSWERED_NEXT = re.compile(
 )
 
 
-def _cut_continuation(text: str, found: list[Label], grammar: Grammar) -> tuple[str, list[Label]]:
+def _cut_continuation(
+    text: str, found: list[Label], grammar: Grammar, quoted: set[int]
+) -> tuple[str, list[Label]]:
     """Drop the turn the model went on to invent: everything from the first ``Question:`` line after
     a Final Answer (its answers are not the model's), unless the next line answers it (``Answer:``,
     a quiz or an FAQ in the answer) and no turn label follows; and from the first model-written
     Observation that follows an Action."""
     first_final = next((label.end for label in found if label.kind == Kind.FINAL), None)
-    asked = None if first_final is None else grammar.question_line.search(mask_fences(text), first_final)
+    masked = mask_fences(text) if first_final is not None else text
+    asked = None if first_final is None else grammar.question_line.search(masked, first_final)
+    while asked is not None and asked.start() + 1 in quoted:  # the answer quotes it: not a turn
+        asked = grammar.question_line.search(masked, asked.end())
     if asked is not None and (
         any(label.start > asked.end() and opens_turn(text, label, grammar) for label in found)
         or not _ANSWERED_NEXT.match(text, asked.end())  # a quiz's or an FAQ's question is the answer's
