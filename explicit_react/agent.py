@@ -142,13 +142,14 @@ class ExplicitReActAgent(ReActLoop, Runnable[AgentInput, dict[str, Any]]):
 
     # Think, Act, Observe on their own (ReActLoop.observe is the third) -----------------------
     def think(
-        self, question: str, steps: Sequence[Step] = (), context: str = "", *, steps_left: int | None = None
+        self, question: str, steps: Sequence[Step] = (), context: Any = "", *, steps_left: int | None = None
     ) -> Turn:
-        """THINK: ask the model for its next thought and action (or answer), and read the reply."""
+        """THINK: ask the model for its next thought and action (or answer), and read the reply.
+        ``question`` and ``context`` are read as ``run`` reads them (``context.read_input``)."""
         return drivers.run(self.thinking(self._run_with(question, steps, context), steps_left))
 
     async def athink(
-        self, question: str, steps: Sequence[Step] = (), context: str = "", *, steps_left: int | None = None
+        self, question: str, steps: Sequence[Step] = (), context: Any = "", *, steps_left: int | None = None
     ) -> Turn:
         """Async ``think``."""
         return await drivers.arun(self.thinking(self._run_with(question, steps, context), steps_left))
@@ -163,7 +164,8 @@ class ExplicitReActAgent(ReActLoop, Runnable[AgentInput, dict[str, Any]]):
         """Async ``act``."""
         return await drivers.arun(self.acting(turn, self.new_run("", ""), in_run=False))
 
-    def _run_with(self, question: str, steps: Sequence[Step], context: str) -> Any:
+    def _run_with(self, question: str, steps: Sequence[Step], context: Any) -> Any:
+        question, context = read_input(question, context)  # any context shape ``run`` takes
         run = self.new_run(question, context)
         run.steps = list(steps)
         return run

@@ -5,9 +5,11 @@ Four deterministic checks, no model call; the first that fails sends the answer 
 with feedback (``prompts/answer_check.txt``) instead of ending the run:
 
 1. ``number`` / ``year``: the question's wording asks for a quantity ("how many", "how old", "what is
-   the price of ...") or a year ("in which year", "when was ... born"), and the answer holds none;
-2. ``unit``: the question ends "in <unit>?" ("in Drouxcai florins?", ", in kg?") and the answer does
-   not name that unit (singular or plural, or a usual symbol: kg, %, $);
+   the price of ...") or a year ("in which year", "when was ... born"; for "when", a decade, a
+   century or "years ago" will do), and the answer holds none;
+2. ``unit``: the question ends "in <unit>?" ("in Drouxcai florins?", ", in kg?"; a unit it knows,
+   or a plural a capitalised word qualifies) and the answer does not name that unit (singular or
+   plural, or a usual symbol: kg, %, $);
 3. ``arithmetic``: the answer holds a calculation left undone ("10985 / 10855 * 100%"), and the
    run has a calculator to do it;
 4. ``unsourced``: the answer holds a number that neither the question, the context nor a tool result
@@ -15,7 +17,8 @@ with feedback (``prompts/answer_check.txt``) instead of ending the run:
 
 An answer that says the fact could not be found passes: the question may have no answer. Each check
 sends back at most one answer per run, and an answer sent again unchanged is accepted, so the check
-can delay a run by a few steps at most and never loop. Small models are what it is for: Qwen2.5 1.5B
+can delay a run by a few steps at most and never loop (the loop also accepts, unchecked, an answer
+given on the last turn its budget allows). Small models are what it is for: Qwen2.5 1.5B
 answered the intermediate company for "how many employees ...", dollars for florins, an unevaluated
 ratio, and a made-up age (bench/results/generated_local_qwen_*.json).
 """
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import math
 import re
+from bisect import bisect_left
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from functools import cache
@@ -35,8 +39,13 @@ from explicit_react.prompt import load_template, render
 Expected = Literal["number", "year"]
 
 # The wording of a question that asks for a year, then of one that asks for a quantity.
-_ASKS_YEAR = re.compile(
-    r"\b(?:what|which)\s+year\b|^\s*when\s+(?:was|were|did|will|is|does)\b", re.IGNORECASE
+_ASKS_YEAR = re.compile(r"\b(?:what|which)\s+year\b", re.IGNORECASE)
+_ASKS_WHEN = re.compile(r"^\s*when\s+(?:was|were|did)\b", re.IGNORECASE)
+# How an answer to "when was/did ..." can place a past event without a year of digits: a decade
+# (1880s), a century, "66 million years ago". ("When does the shop open?" asks for a time, not a
+# year, and is not checked; "In which year ...?" asks for the year itself.)
+_PLACES_IN_TIME = re.compile(
+    r"\b\d{3,4}'?s\b|\b(?:century|centuries|millennium|millennia|decade|ago|BCE?|AD|CE)\b", re.IGNORECASE
 )
 _ASKS_NUMBER = re.compile(
     r"\bhow\s+(?:many|much|old|long|far|tall|high|heavy|big|large|wide|deep|often)\b"
@@ -50,7 +59,9 @@ _ASKS_NUMBER = re.compile(
 )
 
 # A trailing "in <unit>?": one to three words, the last a lowercase word or "%" (a capitalised last
-# word is a place: "How many people live in Wusstelholm?").
+# word is a place: "How many people live in Wusstelholm?"). It is a unit when its last word names a
+# unit ``_UNIT_NAMES`` knows, or when a capitalised word qualifies a plural ("Drouxcai florins",
+# "Swiss francs"): "in healthcare?" and "in New York now?" end with a place or a field, not a unit.
 _ASKS_UNIT = re.compile(r"(?:,\s*|\s)in\s+((?:[A-Za-z][\w-]*\s+){0,2}(?:[a-z][\w-]*|%))\s*[?.!]*\s*$")
 _NOT_UNITS = frozenset(
     [
@@ -100,7 +111,35 @@ _UNIT_NAMES = (  # spellings of the same unit; plurals are added by _forms
     ("hour", "hr", "h"),
     ("minute", "min"),
     ("second", "sec"),
+    ("day",),
+    ("week", "wk"),
+    ("month",),
+    ("year", "yr"),
+    ("inch",),  # not "in": every answer holds the word
+    ("yard", "yd"),
+    ("acre",),
+    ("hectare", "ha"),
+    ("gallon", "gal"),
+    ("ounce", "oz"),
+    ("calorie", "kcal", "cal"),
+    ("watt", "w"),
+    ("kilowatt", "kw"),
+    ("byte", "b"),
+    ("kilobyte", "kb"),
+    ("megabyte", "mb"),
+    ("gigabyte", "gb"),
+    ("degree", "°"),
+    ("celsius", "°c"),
+    ("fahrenheit", "°f"),
+    ("knot", "kn"),
+    ("yen", "¥"),
+    ("yuan", "cny", "rmb"),
+    ("rupee", "inr", "₹"),
+    ("franc", "chf"),
+    ("peso",),
 )
+_KNOWN_UNITS = frozenset(name for group in _UNIT_NAMES for name in group)
+_NAMED_PLURAL = re.compile(r"[A-Z][\w-]*\s+(?:[A-Za-z][\w-]*\s+)?[a-z][\w-]*s")
 
 # How an answer says that the fact is not there ("The files do not say.", "I could not find it").
 _NOT_FOUND = re.compile(
@@ -121,7 +160,7 @@ _NOT_FOUND = re.compile(
 # split a run of spaces every way: 3 s on 20,000 spaces).
 _NUM = r"\$?(?<!\d,)\d[\d,]*(?:\.\d+)?(?:\s*+%)?"
 _OPERATOR = r"(?:\s*+[+*×÷/^]\s*+|\s++[-x]\s++)"
-_EXPRESSION = re.compile(rf"(?<![\w.]){_NUM}(?:{_OPERATOR}{_NUM})+(?!\s*=)(?![\w.])")
+_EXPRESSION = re.compile(rf"(?<![\w.]){_NUM}(?:{_OPERATOR}{_NUM})+(?!\s*=)(?!\w|\.\d)")
 _DATE = re.compile(r"^\d{1,4}/\d{1,2}(?:/\d{1,4})?$")
 
 _WRITTEN = re.compile(
@@ -133,7 +172,7 @@ _UNIT_FACTORS = (1000.0, 100.0, 60.0, 24.0, 3600.0, 12.0, 7.0, 52.0, 365.0)
 
 def expected_answer(question: str) -> Expected | None:
     """What the question's wording asks for: a ``"year"``, a ``"number"``, or ``None`` when unsure."""
-    if _ASKS_YEAR.search(question):
+    if _ASKS_YEAR.search(question) or _ASKS_WHEN.search(question):
         return "year"
     if _ASKS_NUMBER.search(question):
         return "number"
@@ -146,7 +185,11 @@ def asked_unit(question: str) -> str | None:
     if match is None or expected_answer(question) != "number":
         return None
     unit = match.group(1)
-    return None if unit.split()[0].lower() in _NOT_UNITS else unit
+    if unit.split()[0].lower() in _NOT_UNITS:
+        return None
+    last = unit.split()[-1].lower()
+    known = _KNOWN_UNITS & {last, last[:-1], last[:-2]} or unit == "%"
+    return unit if known or _NAMED_PLURAL.fullmatch(unit) else None
 
 
 def says_not_found(answer: str) -> bool:
@@ -163,6 +206,7 @@ def _forms(word: str) -> frozenset[str]:
     for group in _UNIT_NAMES:
         if singular & set(group):
             names |= set(group)
+    names = {name for name in names if name}  # "s" alone, or "es", is no unit's name
     return frozenset(names | {n + "s" for n in names if n[-1].isalpha() and len(n) > 1})
 
 
@@ -236,22 +280,33 @@ def unsourced_answer_numbers(answer: str, sources: str) -> list[str]:
     ]
     if not wanted:
         return []
-    known = sourced_numbers(sources)
-    converted = {k * f for k in known for f in _UNIT_FACTORS} | {k / f for k in known for f in _UNIT_FACTORS}
+    known = sorted(sourced_numbers(sources))
 
     def stated(value: float, decimals: int) -> bool:
-        return any(
-            math.isclose(value, k, rel_tol=1e-9)
-            or math.isclose(round(k, decimals), value, rel_tol=1e-9)
-            or math.isclose(round(k * 100, decimals), value, rel_tol=1e-9)
-            for k in known
-        ) or any(
-            math.isclose(value, k, rel_tol=1e-9)
-            or (decimals >= 2 and math.isclose(round(k, decimals), value, rel_tol=1e-9))
-            for k in converted
-        )
+        # Each form is a range of stated values to look up (a bisection of ``known``, sorted): the
+        # value itself, what rounds to it, as a percentage, and through one unit factor.
+        half = 0.5 * 10.0**-decimals
+        ranges = [_close(value), (value - half, value + half), ((value - half) / 100, (value + half) / 100)]
+        for factor in _UNIT_FACTORS:
+            ranges += [_close(value / factor), _close(value * factor)]
+            if decimals >= 2:
+                ranges += [((value - half) / factor, (value + half) / factor)]
+                ranges += [((value - half) * factor, (value + half) * factor)]
+        return any(_holds(known, low, high) for low, high in ranges)
 
     return list(dict.fromkeys(written for written, value, decimals in wanted if not stated(value, decimals)))
+
+
+def _close(value: float) -> tuple[float, float]:
+    """The values ``math.isclose(value, x, rel_tol=1e-9)`` holds for (near enough)."""
+    margin = abs(value) * 1e-9
+    return value - margin, value + margin
+
+
+def _holds(ordered: list[float], low: float, high: float) -> bool:
+    """Whether ``ordered`` (sorted) holds a value from ``low`` to ``high``."""
+    index = bisect_left(ordered, min(low, high))
+    return index < len(ordered) and ordered[index] <= max(low, high)
 
 
 @dataclass(frozen=True)
@@ -286,7 +341,12 @@ def find_problem(
     expected = expected_answer(question)
     if expected == "number" and "number" not in skip and not sourced_numbers(answer):
         return _problem("number", answer=shown)
-    if expected == "year" and "year" not in skip and not any(100 <= n <= 9999 for n in numbers_in(answer)):
+    if (
+        expected == "year"
+        and "year" not in skip
+        and not any(100 <= n <= 9999 for n in numbers_in(answer))
+        and not (_ASKS_WHEN.search(question) and _PLACES_IN_TIME.search(answer))
+    ):
         return _problem("year", answer=shown)
     unit = asked_unit(question)
     if unit is not None and "unit" not in skip and not mentions_unit(answer, unit):

@@ -248,8 +248,10 @@ class ReActLoop:
 
     def reviewed(self, answer: FinalAnswer, run: RunState) -> Acted | None:
         """The answer check's verdict on a Final Answer (``check_answer=True``): ``None`` to accept
-        it, or the feedback that sends it back to the model as a step (``answer_check.py``)."""
-        if run.answer_check is None:
+        it, or the feedback that sends it back to the model as a step (``answer_check.py``). On the
+        last turn the iteration budget allows, the answer is accepted: sent back, it would be lost to
+        the limit it could no longer be fixed within."""
+        if run.answer_check is None or run.guard.steps_left(len(run.steps)) == 1:
             return None
         feedback = run.answer_check.review(run.question, answer.answer, run.sources())
         return None if feedback is None else Acted(ToolOutcome(feedback, error="answer_check"))

@@ -268,14 +268,25 @@ def test_a_right_answer_is_not_sent_back_and_the_option_is_off_by_default() -> N
     assert result.answer == "Vionlio Optics" and result.steps == []
 
 
-def test_the_sent_back_answer_counts_as_a_step_and_the_answer_at_the_limit_is_kept() -> None:
+def test_the_sent_back_answer_counts_as_a_step() -> None:
     question = "How old will Flir Prallthom turn in 2039?"
-    run_agent, model = agent([final("995"), final("95")], max_iterations=1)
+    run_agent, model = agent([final("995"), final("95")], max_iterations=2)
     result = run_agent.run(question)
     assert [s.error for s in result.steps] == ["answer_check"]
-    assert result.stop_reason is StopReason.MAX_ITERATIONS
-    assert result.answer == "95"  # the tool-free call at the limit answers, unchecked
+    assert result.stop_reason is StopReason.SUCCESS and result.answer == "95"
     assert len(model.calls) == 2
+
+
+@pytest.mark.parametrize("on_limit", ["force", "generate"])
+def test_an_answer_on_the_last_turn_is_not_sent_back(on_limit: str) -> None:
+    """Sent back on the last turn the budget allows, an answer was lost: "force" gave "I could not
+    find an answer", "generate" asked again and called the run a failure (MAX_ITERATIONS)."""
+    question = "How old will Flir Prallthom turn in 2039?"
+    replies = [action("knowledge_search", "Flir Prallthom"), final("995"), final("95")]
+    run_agent, model = agent(replies, max_iterations=2, on_limit=on_limit)
+    result = run_agent.run(question)
+    assert result.stop_reason is StopReason.SUCCESS and result.answer == "995"
+    assert [s.error for s in result.steps] == [None] and len(model.calls) == 2
 
 
 def test_stream_and_async_runs_check_the_answer_too() -> None:

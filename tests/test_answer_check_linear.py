@@ -60,7 +60,7 @@ def test_checking_time_grows_linearly(family: str) -> None:
     ("answer", "expression"),
     [
         ("10985 / 10855 * 100%", "10985 / 10855 * 100%"),
-        ("The rate is 10985 / 10855 * 100%.", "10985 / 10855 * 100"),  # the % before a full stop
+        ("The rate is 10985 / 10855 * 100%.", "10985 / 10855 * 100%"),  # a full stop ends it as the end does
         ("4550 dollars (9400 - 4850)", None),
         ("2^10 = 1024", None),
         ("The total is 1,234 + 5,678 in all.", "1,234 + 5,678"),
