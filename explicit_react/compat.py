@@ -15,6 +15,7 @@ This module imports only ``langchain_core``: ``langchain_classic`` is needed by 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
@@ -316,8 +317,10 @@ class AgentExecutor(ClassicLoop, ClassicChainAPI, Runnable[dict[str, Any], dict[
     ) -> AsyncIterator[AddableDict]:
         """Async ``stream``."""
         run = self._session(input, config, "stream", **_stream_options(**kwargs))
-        async for chunk in drivers.adrive(run):
-            yield chunk
+        # Closed with this stream: its chain run ends before ``aclose()`` returns, not when collected.
+        async with contextlib.aclosing(drivers.adrive(run)) as chunks:
+            async for chunk in chunks:
+                yield chunk
 
     def iter(
         self,

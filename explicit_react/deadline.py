@@ -99,6 +99,12 @@ class CallTimedOut(TimeoutError):
     ``TimeoutError`` the call raised itself (a socket's, an HTTP client's) is not this one."""
 
 
+class GivenUpRun(KeyboardInterrupt):
+    """Raised in a sync run whose caller gave up on it (``abandoned`` is set: a ``batch`` stopped by
+    Ctrl-C, or the timeout of a call the run itself is inside), at its next model or tool call: a
+    run nobody waits for calls nothing more. A ``KeyboardInterrupt``, so the run ends as at Ctrl-C."""
+
+
 class Deadline:
     """A wall-clock budget that starts when it is created; ``seconds=None`` never expires."""
 
@@ -351,6 +357,8 @@ async def acall_in_thread(fn: Callable[[], T], timeout: float | None) -> T:
     def settle(value: Any, error: BaseException | None) -> None:
         if future.done():  # cancelled, or timed out, already
             return
+        if isinstance(error, StopIteration):  # a future refuses it, and was never settled: a hang
+            error = _carried_stop(error)
         if error is not None:
             future.set_exception(error)
         else:
@@ -370,6 +378,14 @@ async def acall_in_thread(fn: Callable[[], T], timeout: float | None) -> T:
         raise
 
 
+def _carried_stop(error: StopIteration) -> RuntimeError:
+    """A ``StopIteration`` a call raised (a bare ``next()`` on an empty iterator), as the
+    ``RuntimeError`` that can cross an ``await`` (LangChain's ``run_in_executor`` does the same)."""
+    carried = RuntimeError(f"StopIteration: {error}" if str(error) else "StopIteration")
+    carried.__cause__ = error
+    return carried
+
+
 async def acall_with_timeout(awaitable: Awaitable[T], timeout: float | None) -> T:
     """Await ``awaitable``; after ``timeout`` seconds, cancel it and raise ``CallTimedOut`` at once.
 
@@ -382,13 +398,28 @@ async def acall_with_timeout(awaitable: Awaitable[T], timeout: float | None) -> 
     try:
         done, _ = await asyncio.wait({task}, timeout=max(timeout, 0.0))
     except BaseException:  # cancelled while waiting: so is the call
-        task.cancel()
+        with contextlib.suppress(BaseException):  # a second cancellation ends the wait early
+            await _cancelled(task)
         raise
     if not done:
-        task.cancel()
-        task.add_done_callback(_retrieve)  # its late outcome is nobody's: no "never retrieved" warning
+        await _cancelled(task)
         raise CallTimedOut(f"no reply after {timeout:.1f} s")
     return task.result()
+
+
+UNWIND_SECONDS = 0.25
+"""How long a cancelled call is given to unwind: a LangChain call that is cancelled reports its
+error to its callbacks as it unwinds, which takes a few turns of the event loop; waited for, that
+report comes before the run's next call and its end, not inside them."""
+
+
+async def _cancelled(task: asyncio.Future[Any]) -> None:
+    """Cancel ``task`` and give it ``UNWIND_SECONDS`` to end; one that ignores the cancellation is
+    left to end on its own, its late outcome retrieved by nobody (no "never retrieved" warning).
+    A cancellation of the run while it waits is raised."""
+    task.cancel()
+    task.add_done_callback(_retrieve)
+    await asyncio.wait({task}, timeout=UNWIND_SECONDS)
 
 
 def _retrieve(task: asyncio.Future[Any]) -> None:

@@ -15,13 +15,15 @@ import contextlib
 import contextvars
 import inspect
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, TypeVar
 
 from explicit_react.callback_bridge import LoopBridge
 from explicit_react.deadline import (
+    GivenUpRun,
+    abandoned,
     acall_in_thread,
     acall_with_timeout,
     call_in_daemon,
@@ -134,17 +136,24 @@ class _Progress:
 
 
 def drive(machine: Machine[T]) -> Generator[Any, None, T]:
-    """Carry out ``machine``'s requests here and now; yield its outputs; return what it returns."""
+    """Carry out ``machine``'s requests here and now; yield its outputs; return what it returns.
+
+    Run where a caller may give up on it (a sync ``batch``'s thread, a call with a timeout: see
+    ``deadline.abandoned``), a given-up run makes no more calls and waits no more: ``GivenUpRun``
+    goes to the machine instead, and its callbacks still hear that it ended."""
+    given_up = abandoned()
     with _Progress(machine) as progress:
         for request in progress:
-            if isinstance(request, _REQUESTS):
-                _perform(request, progress)
-            else:
+            if not isinstance(request, _REQUESTS):
                 yield request
+            elif given_up is not None and given_up.is_set() and not isinstance(request, Notify):
+                progress.error = GivenUpRun("the caller gave up on this run")
+            else:
+                _perform(request, progress)
     return progress.value
 
 
-async def adrive(machine: Machine[Any]) -> AsyncIterator[Any]:
+async def adrive(machine: Machine[Any]) -> AsyncGenerator[Any, None]:
     """Carry out ``machine``'s requests on the running event loop; yield its outputs."""
     progress = _Progress(machine)
     try:
