@@ -6,6 +6,7 @@ or feedback for an unreadable reply, so budgets, steps and stop reasons do not d
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -319,11 +320,20 @@ class NativeToolCalling:
                 _dropped(completion.tool_calls),
             )
         if thought:
-            return Turn(
-                thought, FinalAnswer(thought, "", thought), None, completion.usage, completion.seconds
-            )
+            return Turn(thought, plain_answer(thought), None, completion.usage, completion.seconds)
         feedback = "Error: your reply was empty. Call one of the tools, or reply with your final answer."
         return Turn("", None, feedback, completion.usage, completion.seconds)
+
+
+def plain_answer(text: str) -> FinalAnswer:
+    """A reply with no tool call, as the answer: the whole text, or, when the model wrote it in the
+    text format ("Thought: ...\nFinal Answer: Paris", which a ReAct transcript invites), what its
+    Final Answer says, with the Thought before it as the thought."""
+    if FINAL_ANSWER.lower() in text.lower():
+        with contextlib.suppress(ParseError):
+            if isinstance(read := parse(text), FinalAnswer):
+                return FinalAnswer(read.answer, read.thought, text)
+    return FinalAnswer(text, "", text)
 
 
 def _dropped(calls: Sequence[dict[str, Any]]) -> str:

@@ -34,7 +34,7 @@ from explicit_react.llm import Completion, message_text
 from explicit_react.parser import ACTION, ACTION_INPUT, FINAL_ANSWER, OBSERVATION, THOUGHT
 from explicit_react.prompt import load_template, render
 from explicit_react.scratchpad import truncate_middle
-from explicit_react.transport import NativeToolCalling, Turn
+from explicit_react.transport import NativeToolCalling, Turn, plain_answer
 from explicit_react.types import FinalAnswer
 from explicit_react.untrusted import mark_lines
 
@@ -205,6 +205,7 @@ class TwoPhase(NativeToolCalling):
         thought, answer = thought.strip(), answer.strip()
         if not answer:  # the thought is private: it is no answer
             return Turn(thought, None, _NOTHING_DONE, completion.usage, completion.seconds)
+        answer = plain_answer(answer).answer  # "Final Answer: Paris", copied from the transcript's format
         log = f"{THOUGHT}: {thought}\n{FINAL_ANSWER}: {answer}" if thought else answer
         decision = FinalAnswer(answer, thought, log)
         return Turn(log, decision, None, completion.usage, completion.seconds)

@@ -55,7 +55,14 @@ def transport_for(
     constrain_local: bool,
 ) -> Transport:
     """How each turn is put to the model in ``mode``: the prompt and the parser (``"text"``), the
-    model's native tool calls (``"tool_calling"``), or a thought and then a tool call (``"two_phase"``)."""
+    model's native tool calls (``"tool_calling"``), or a thought and then a tool call (``"two_phase"``).
+    A system prompt of one's own is the text mode's: in another mode it would be dropped unseen."""
+    if prompt.custom_system and mode != "text":
+        raise ConfigurationError(
+            "prompt= is the system prompt of mode='text' (its ${format} is the text reply format); "
+            f"mode={mode!r} asks with the model's own tool calls and its own prompt "
+            "(prompts/tool_calling.txt): use mode='text' for a prompt of your own"
+        )
     if mode == "text":
         return TextProtocol(prompt, limits, constrain=constrain_local)
     if mode == "tool_calling":
