@@ -28,7 +28,7 @@ import contextvars
 import inspect
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any
 from uuid import UUID
@@ -42,6 +42,10 @@ from langchain_core.callbacks import (
     BaseCallbackHandler,
     BaseCallbackManager,
     CallbackManager,
+    CallbackManagerForChainRun,
+    CallbackManagerForLLMRun,
+    CallbackManagerForRetrieverRun,
+    CallbackManagerForToolRun,
 )
 
 from explicit_react.deadline import GivenUp
@@ -51,14 +55,19 @@ logger = logging.getLogger(__name__)
 EVENTS = tuple(name for name in dir(BaseCallbackHandler) if name.startswith("on_"))
 """Every callback event a handler can receive."""
 
-_ENDINGS: dict[str, tuple[type[Any], str]] = {
-    "on_chain_start": (AsyncCallbackManagerForChainRun, "on_chain_error"),
-    "on_tool_start": (AsyncCallbackManagerForToolRun, "on_tool_error"),
-    "on_llm_start": (AsyncCallbackManagerForLLMRun, "on_llm_error"),
-    "on_chat_model_start": (AsyncCallbackManagerForLLMRun, "on_llm_error"),
-    "on_retriever_start": (AsyncCallbackManagerForRetrieverRun, "on_retriever_error"),
+_ENDINGS: dict[str, tuple[type[Any], type[Any], str]] = {
+    "on_chain_start": (AsyncCallbackManagerForChainRun, CallbackManagerForChainRun, "on_chain_error"),
+    "on_tool_start": (AsyncCallbackManagerForToolRun, CallbackManagerForToolRun, "on_tool_error"),
+    "on_llm_start": (AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun, "on_llm_error"),
+    "on_chat_model_start": (AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun, "on_llm_error"),
+    "on_retriever_start": (
+        AsyncCallbackManagerForRetrieverRun,
+        CallbackManagerForRetrieverRun,
+        "on_retriever_error",
+    ),
 }
-"""For each event that starts a run: the run manager and the event that ends it with an error."""
+"""For each event that starts a run: its async and its sync run manager, and the event that ends it
+with an error."""
 _ENDS = frozenset(
     f"on_{kind}_{how}" for kind in ("chain", "tool", "llm", "retriever") for how in ("end", "error")
 )
@@ -69,9 +78,12 @@ class _Dropped(BaseException):
 
 
 class LoopBridge:
-    """The callbacks of one blocking call run from the async driver, bridged to ``loop``."""
+    """The callbacks of one blocking call run from the async driver, bridged to ``loop``; with no
+    ``loop`` (a call the sync driver runs in a thread, with a timeout), only gated: its async
+    handlers run as LangChain runs them from sync code, and once it is given up its late events
+    are dropped and its open runs ended (``close_now``), as under the async driver."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop | None) -> None:
         self.loop = loop
         self.call: Callable[[], Any] = _nothing
         self._gate = _Gate(self)
@@ -82,7 +94,7 @@ class LoopBridge:
         self._over = GivenUp()  # set by ``close``: a proxy waiting for a coroutine stops waiting
 
     @classmethod
-    def around(cls, blocking: Callable[[], Any], loop: asyncio.AbstractEventLoop) -> LoopBridge | None:
+    def around(cls, blocking: Callable[[], Any], loop: asyncio.AbstractEventLoop | None) -> LoopBridge | None:
         """A bridge whose ``call`` is ``blocking`` with its callback managers bridged; ``None`` when
         ``blocking`` is not a ``partial`` or no handler hears it (the usual case: nothing is built)."""
         if not isinstance(blocking, partial):
@@ -111,7 +123,11 @@ class LoopBridge:
         def swap(handlers: list[BaseCallbackHandler]) -> list[BaseCallbackHandler]:
             swapped: list[BaseCallbackHandler] = [self._gate]
             for handler in handlers:
-                if isinstance(handler, AsyncCallbackHandler) and _loop_bound(handler):
+                if (
+                    self.loop is not None
+                    and isinstance(handler, AsyncCallbackHandler)
+                    and _loop_bound(handler)
+                ):
                     handler = proxies.setdefault(id(handler), _OnLoop(handler, self))
                 swapped.append(handler)
             return swapped
@@ -145,6 +161,17 @@ class LoopBridge:
         """The call is over: later events are dropped; with ``error`` (it was given up: cancelled,
         timed out, Ctrl-C), each run it left open ends with ``error``, innermost first, as a native
         async call's runs do when it is cancelled."""
+        for ended in self._ended(error, sync=False):
+            await ended
+
+    def close_now(self, error: BaseException | None = None) -> None:
+        """``close`` for the sync driver: the open runs end through sync run managers."""
+        for _ in self._ended(error, sync=True):
+            pass
+
+    def _ended(self, error: BaseException | None, *, sync: bool) -> Iterator[Any]:
+        """Stop the events; with ``error``, end each run left open (yields what an async manager
+        returns, to await)."""
         with self._lock:
             self._over.set()
             # A run whose end event was still being heard when the call was given up did not end
@@ -154,15 +181,15 @@ class LoopBridge:
         if error is None:
             return
         for run_id, (event, started) in reversed(still_open):
-            manager_type, ending = _ENDINGS[event]
-            manager = manager_type(
+            async_manager, sync_manager, ending = _ENDINGS[event]
+            manager = (sync_manager if sync else async_manager)(
                 run_id=run_id,
                 handlers=self._handlers,
                 inheritable_handlers=[],
                 parent_run_id=started.get("parent_run_id"),
                 tags=started.get("tags"),
             )
-            await getattr(manager, ending)(error)
+            yield getattr(manager, ending)(error)
 
     def run_on_loop(self, coroutine: Any) -> Any:
         """Run an async handler's ``coroutine`` on the caller's loop, in this thread's context, and
@@ -171,6 +198,7 @@ class LoopBridge:
         raised, so no handler after this one hears the event). Called on that loop itself (an awaitable the
         blocking call returned, awaited there), the coroutine is left to LangChain as before."""
         loop = self.loop
+        assert loop is not None  # a bridge with no loop makes no ``_OnLoop`` proxies
         try:
             on_the_loop = asyncio.get_running_loop() is loop
         except RuntimeError:

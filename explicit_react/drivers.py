@@ -172,7 +172,7 @@ def _perform(request: Call | Sleep | Notify, progress: _Progress) -> None:
     of it), goes to the machine."""
     try:
         if isinstance(request, Call):
-            progress.reply = call_with_timeout(partial(_completed, request.blocking), request.timeout)
+            progress.reply = _call_blocking(request)
         elif isinstance(request, Sleep):
             time.sleep(request.seconds)
         else:
@@ -181,6 +181,24 @@ def _perform(request: Call | Sleep | Notify, progress: _Progress) -> None:
                     run_to_completion(pending)
     except BaseException as exc:
         progress.error = exc
+
+
+def _call_blocking(request: Call) -> Any:
+    """A call from sync code. With a timeout it runs in a thread, which may be given up (timed out,
+    Ctrl-C): then its callbacks are gated as the async driver gates them (``callback_bridge``), so
+    its runs end with the error that gave it up, and its late events, after the run has moved on,
+    are dropped."""
+    call = partial(_completed, request.blocking)
+    bridge = None if request.timeout is None else LoopBridge.around(request.blocking, None)
+    if bridge is None:  # the usual case: no timeout, or no handler hears the call
+        return call_with_timeout(call, request.timeout)
+    try:
+        value = call_with_timeout(partial(_completed, bridge.call), request.timeout)
+    except BaseException as exc:
+        bridge.close_now(exc)
+        raise
+    bridge.close_now()
+    return value
 
 
 def run_to_completion(awaitable: Awaitable[T]) -> T:

@@ -182,3 +182,60 @@ def test_closing_the_compat_astream_ends_its_chain_run_before_aclose_returns() -
         return list(events.seen)
 
     assert asyncio.run(main())[-1] == "chain_error(GeneratorExit)"
+
+
+def test_a_timed_out_sync_call_in_a_sync_run_ends_its_run_in_order_and_fires_nothing_later() -> None:
+    """Before, the given-up tool's thread fired ``tool_end`` after the chain's end, as a success."""
+    release, returned = threading.Event(), threading.Event()
+
+    @tool
+    def stuck(query: str) -> str:
+        """Answers when released."""
+        release.wait(30)
+        returned.set()
+        return "late"
+
+    events = Events()
+    agent = ExplicitReActAgent(ScriptedChatModel([ACT.format("stuck", "x"), FIN]), [stuck], tool_timeout=0.2)
+    result = agent.invoke("q", {"callbacks": [events]})
+    assert result["steps"][0]["error"] == "tool_timeout"
+    expected = [
+        "llm_start",
+        "llm_end",
+        "tool_start",
+        "tool_error(CallTimedOut)",
+        "llm_start",
+        "llm_end",
+        "chain_end",
+    ]
+    assert events.seen == expected
+    release.set()
+    assert returned.wait(30)
+    threading.Event().wait(0.2)  # the thread's late on_tool_end would come now
+    assert events.seen == expected
+
+
+def test_the_sync_and_async_runs_hear_a_timed_out_sync_tool_alike() -> None:
+    release = threading.Event()
+
+    @tool
+    def stuck(query: str) -> str:
+        """Answers when released."""
+        release.wait(30)
+        return "late"
+
+    def run(asynchronous: bool) -> list[str]:
+        events = Events()
+        agent = ExplicitReActAgent(
+            ScriptedChatModel([ACT.format("stuck", "x"), FIN]), [stuck], tool_timeout=0.2
+        )
+        if asynchronous:
+            asyncio.run(agent.ainvoke("q", {"callbacks": [events]}))
+        else:
+            agent.invoke("q", {"callbacks": [events]})
+        return events.seen
+
+    try:
+        assert run(False) == run(True)
+    finally:
+        release.set()
