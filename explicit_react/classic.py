@@ -353,7 +353,9 @@ class ClassicLoop:
 
     def _ran(self, action: AgentAction, tool: str, outcome: ToolOutcome, run: _Run) -> _Acted:
         """The step for a tool that ran: its raw return value, or our ``Error:`` text when it failed."""
-        run.guard.record_call(len(run.steps) + 1, tool, action.tool_input, outcome.observation, outcome.ran)
+        run.guard.record_call(
+            len(run.steps) + 1, tool, action.tool_input, outcome.observation, outcome.ran, outcome.retryable
+        )
         failed = outcome.error is not None and outcome.output is None
         observation = (
             outcome.observation if failed else tool_content(self._executor.tools[tool], outcome.output)

@@ -21,6 +21,7 @@ from explicit_react import drivers
 from explicit_react.deadline import CallTimedOut, Deadline, DeadlineExceeded
 from explicit_react.drivers import Call, Machine
 from explicit_react.errors import ConfigurationError, raised_by_callback_handler
+from explicit_react.network import is_transient
 from explicit_react.observations import NO_OUTPUT, encodable, observation_text
 from explicit_react.prompt import ToolSpec
 from explicit_react.redaction import current_secrets, error_message, redact
@@ -57,6 +58,9 @@ class ToolOutcome:
     error: str | None = None
     seconds: float = 0.0
     return_direct: bool = False
+    retryable: bool = False
+    """The tool raised a passing failure (``network.is_transient``: a dropped connection, a timeout
+    of its own, a rate limit, a 5xx): the same call may be made once more (``policy.record_call``)."""
 
     @property
     def ran(self) -> bool:
@@ -245,11 +249,10 @@ class ToolExecutor:
                 seconds=seconds,
             )
         message = error_message(exc) or type(exc).__name__  # redacted: an API client's error may hold its key
-        return ToolOutcome(
-            f"Error: tool {t.name!r} failed: {type(exc).__name__}: {message}",
-            error="tool_error",
-            seconds=seconds,
-        )
+        observation = f"Error: tool {t.name!r} failed: {type(exc).__name__}: {message}"
+        if retryable := is_transient(exc):
+            observation += "\nThis failure may pass: the same call may be tried once more."
+        return ToolOutcome(observation, error="tool_error", seconds=seconds, retryable=retryable)
 
     def calls(
         self,

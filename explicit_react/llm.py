@@ -30,7 +30,7 @@ from explicit_react.model_kind import (
     takes_stop,
     with_bound_stops,
 )
-from explicit_react.network import unreachable
+from explicit_react.network import is_transient, unreachable
 from explicit_react.parser import OBSERVATION
 from explicit_react.prompt import Message
 from explicit_react.redaction import error_message
@@ -43,12 +43,6 @@ _INVENTED_OBSERVATION = re.compile(
     rf"^[ \t>*_#]*+{OBSERVATION}\s*+\d*+\s*+[:：]", re.IGNORECASE | re.MULTILINE
 )
 
-_TRANSIENT_NAMES = re.compile(
-    r"RateLimit|ResourceExhausted|TooManyRequests|ServiceUnavailable|Unavailable|Timeout|TimedOut|"
-    r"Connect|Overloaded|InternalServer|ServerError|DeadlineExceeded|Aborted|RemoteProtocol",
-    re.IGNORECASE,
-)
-
 
 @dataclass(frozen=True)
 class Completion:
@@ -59,22 +53,6 @@ class Completion:
     seconds: float = 0.0
     tool_calls: tuple[dict[str, Any], ...] = ()
     """Native tool calls as ``{"name", "args", "id"}``; ``{"name", "error"}`` when the arguments were unreadable."""
-
-
-def is_transient(exc: BaseException) -> bool:
-    """True for errors worth retrying: rate limits, timeouts, dropped connections, 5xx (the
-    error's ``status_code`` or ``code``, or its HTTP response's: httpx, requests). A server that
-    cannot be reached at all (``unreachable``) is not: a retry seconds later fails the same way."""
-    if unreachable(exc):
-        return False
-    if isinstance(exc, (ConnectionError, TimeoutError)):
-        return True
-    status = getattr(exc, "status_code", None) or getattr(exc, "code", None)
-    if not isinstance(status, int):
-        status = getattr(getattr(exc, "response", None), "status_code", None)
-    if isinstance(status, int) and (status == 429 or 500 <= status < 600):
-        return True
-    return any(_TRANSIENT_NAMES.search(cls.__name__) for cls in type(exc).__mro__)
 
 
 def cut_invented_observation(text: str) -> str:

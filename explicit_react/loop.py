@@ -243,7 +243,9 @@ class ReActLoop:
             )
             cut = ToolOutcome(observation, error="tool_timeout", seconds=time.monotonic() - started)
             return Acted(cut, tool, StopReason.MAX_SECONDS)
-        run.guard.record_call(len(run.steps) + 1, tool, action.tool_input, outcome.observation, outcome.ran)
+        run.guard.record_call(
+            len(run.steps) + 1, tool, action.tool_input, outcome.observation, outcome.ran, outcome.retryable
+        )
         return Acted(outcome, tool, StopReason.RETURN_DIRECT if outcome.return_direct else None)
 
     def reviewed(self, answer: FinalAnswer, run: RunState) -> Acted | None:

@@ -1,5 +1,7 @@
 """Whether an error says a server cannot be reached at all (no network, no DNS, no route): the model
-call (``llm.py``) and the web search (``tools/search.py``) then fail at once instead of retrying."""
+call (``llm.py``) and the web search (``tools/search.py``) then fail at once instead of retrying;
+and whether it is a passing one, worth trying again (``is_transient``: the model call's retries, a
+tool call the loop lets the model make once more)."""
 
 from __future__ import annotations
 
@@ -36,3 +38,26 @@ def unreachable(exc: BaseException) -> bool:
             pass
         error = error.__cause__ or error.__context__
     return False
+
+
+_TRANSIENT_NAMES = re.compile(
+    r"RateLimit|ResourceExhausted|TooManyRequests|ServiceUnavailable|Unavailable|Timeout|TimedOut|"
+    r"Connect|Overloaded|InternalServer|ServerError|DeadlineExceeded|Aborted|RemoteProtocol",
+    re.IGNORECASE,
+)
+
+
+def is_transient(exc: BaseException) -> bool:
+    """True for errors worth retrying: rate limits, timeouts, dropped connections, 5xx (the
+    error's ``status_code`` or ``code``, or its HTTP response's: httpx, requests). A server that
+    cannot be reached at all (``unreachable``) is not: a retry seconds later fails the same way."""
+    if unreachable(exc):
+        return False
+    if isinstance(exc, (ConnectionError, TimeoutError)):
+        return True
+    status = getattr(exc, "status_code", None) or getattr(exc, "code", None)
+    if not isinstance(status, int):
+        status = getattr(getattr(exc, "response", None), "status_code", None)
+    if isinstance(status, int) and (status == 429 or 500 <= status < 600):
+        return True
+    return any(_TRANSIENT_NAMES.search(cls.__name__) for cls in type(exc).__mro__)

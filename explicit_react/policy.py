@@ -150,6 +150,8 @@ class RunGuard:
     _repeat_warnings: int = 0
     _denied_warnings: int = 0
     _unsourced_warned: set[str] = field(default_factory=set)
+    _retried: set[str] = field(default_factory=set)
+    """The calls that failed once in a way that may pass: made again, they are remembered."""
     _last: tuple[str, ToolInput, str] | None = None
     """The last call whose signature was computed: checking a call and recording it need it once."""
     _unreadable: tuple[int, int, int] = (0, 0, 0)
@@ -254,13 +256,25 @@ class RunGuard:
         )
 
     def record_call(
-        self, step_number: int, tool: str, tool_input: ToolInput, observation: str, ran: bool = True
+        self,
+        step_number: int,
+        tool: str,
+        tool_input: ToolInput,
+        observation: str,
+        ran: bool = True,
+        retryable: bool = False,
     ) -> None:
         """Remember a call for loop detection and, when its tool ran (``ran``), for the tool-call
-        budget: a call whose input was refused before the tool's function was entered is no call."""
+        budget: a call whose input was refused before the tool's function was entered is no call.
+        A call that failed in a way that may pass (``retryable``: a dropped connection, a rate
+        limit) is not remembered the first time: the model may make it once more."""
         if ran:
             self.tool_calls += 1
-        self._seen.setdefault(self._signature(tool, tool_input), (step_number, _kept(observation)))
+        signature = self._signature(tool, tool_input)
+        if retryable and signature not in self._retried:
+            self._retried.add(signature)
+            return
+        self._seen.setdefault(signature, (step_number, _kept(observation)))
 
     def _signature(self, tool: str, tool_input: ToolInput) -> str:
         last = self._last
