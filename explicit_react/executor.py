@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from langchain_core.callbacks import Callbacks
+from langchain_core.callbacks import BaseCallbackManager, CallbackManager, Callbacks
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool, Tool, tool
 from pydantic import ValidationError
@@ -285,8 +285,9 @@ class ToolExecutor:
         started = time.monotonic()
         extra = {"tool_call_id": _call_id(t) if artifact else None, **(run_kwargs or {})}
         native = partial(t.arun, fitted, callbacks=callbacks, **extra) if _has_native_async(t) else None
+        run_as = _own_callbacks_passed(t, callbacks) if t.callbacks else (t, callbacks)
         try:
-            output = yield Call(partial(_run_sync, t, fitted, callbacks, extra), native, limit)
+            output = yield Call(partial(_run_sync, *run_as, fitted, extra), native, limit)
         except CallTimedOut as exc:
             if binding:
                 raise DeadlineExceeded(f"time ran out while tool {t.name!r} was running") from exc
@@ -345,7 +346,27 @@ def _has_native_async(t: BaseTool) -> bool:
     return type(t)._arun is not BaseTool._arun
 
 
-def _run_sync(t: BaseTool, tool_input: Any, callbacks: Callbacks, extra: dict[str, Any]) -> Any:
+def _own_callbacks_passed(t: BaseTool, callbacks: Callbacks) -> tuple[BaseTool, BaseCallbackManager]:
+    """A tool's own ``callbacks=`` handlers, moved into the callbacks its call is given (as handlers
+    of that call alone, which is how LangChain adds them), and a copy of the tool without them: the
+    same handlers hear the same events, but now the drivers see them, so a sync tool's async
+    handlers run on the caller's event loop under ``arun``, and a call given up ends their runs
+    (``callback_bridge``). Left on the tool, LangChain configured them inside the call, out of reach:
+    an async handler awaiting the application's loop hung there."""
+    own = t.callbacks
+    handlers = list(own.handlers) if isinstance(own, BaseCallbackManager) else list(own or [])
+    if isinstance(callbacks, BaseCallbackManager):
+        manager = callbacks.copy()
+    else:
+        manager = CallbackManager(handlers=[])
+        for handler in callbacks or []:
+            manager.add_handler(handler, inherit=True)
+    for handler in handlers:
+        manager.add_handler(handler, inherit=False)
+    return t.model_copy(update={"callbacks": None}), manager
+
+
+def _run_sync(t: BaseTool, callbacks: Callbacks, tool_input: Any, extra: dict[str, Any]) -> Any:
     """``t.run``; for an async-only tool ``t.arun``'s coroutine, which the sync driver runs to
     completion (cancelled when the call is given up), so ``run`` and ``arun`` give the same step.
     A ``BaseTool`` must define ``_run``: one that works only async says so by the

@@ -16,7 +16,7 @@ import threading
 from typing import Any
 
 import pytest
-from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler
 from langchain_core.tools import tool
 
 from explicit_react import AgentExecutor, ExplicitReActAgent, create_react_agent
@@ -239,3 +239,78 @@ def test_the_sync_and_async_runs_hear_a_timed_out_sync_tool_alike() -> None:
         assert run(False) == run(True)
     finally:
         release.set()
+
+
+class LockedSender(AsyncCallbackHandler):
+    """Sends each tool result under the application's ``asyncio.Lock`` (a web app's stream)."""
+
+    def __init__(self, lock: asyncio.Lock) -> None:
+        self.lock = lock
+        self.sent: list[str] = []
+
+    async def on_tool_end(self, output: Any, **kwargs: Any) -> None:
+        async with self.lock:
+            self.sent.append(str(output))
+
+
+def test_a_sync_tools_own_async_handler_runs_on_the_callers_loop() -> None:
+    """Before, a handler given to the tool itself (``callbacks=``) ran on a loop of LangChain's own
+    in the tool's thread, and one that awaited the application's lock hung the run."""
+
+    @tool
+    def search(query: str) -> str:
+        """Look up."""
+        return "found"
+
+    async def main() -> tuple[str, list[str], Any]:
+        lock = asyncio.Lock()
+        sender = LockedSender(lock)
+        search.callbacks = [sender]
+        agent = ExplicitReActAgent(ScriptedChatModel([ACT.format("search", "x"), FIN]), [search])
+        await lock.acquire()
+        asyncio.get_running_loop().call_later(0.05, lock.release)
+        result = await asyncio.wait_for(agent.ainvoke("q"), 30)
+        return result["output"], sender.sent, search.callbacks
+
+    output, sent, own = asyncio.run(main())
+    assert output == "done" and sent == ["found"]
+    assert isinstance(own, list) and isinstance(own[0], LockedSender)  # the tool itself is unchanged
+
+
+def test_a_sync_tools_own_handler_hears_a_timed_out_call_end() -> None:
+    release = threading.Event()
+    events = Events()
+
+    @tool
+    def stuck(query: str) -> str:
+        """Answers when released."""
+        release.wait(30)
+        return "late"
+
+    stuck.callbacks = [events]
+    replies = [ACT.format("stuck", "x"), FIN] * 2
+    agent = ExplicitReActAgent(ScriptedChatModel(replies), [stuck], tool_timeout=0.2)
+    try:
+        for run in (agent.invoke, lambda q: asyncio.run(agent.ainvoke(q))):
+            events.seen.clear()
+            run("q")
+            assert events.seen == ["tool_start", "tool_error(CallTimedOut)"]
+    finally:
+        release.set()
+
+
+def test_a_tools_own_handlers_still_hear_its_runs_only() -> None:
+    events = Events()
+
+    @tool
+    def search(query: str) -> str:
+        """Look up."""
+        return "found"
+
+    search.callbacks = [events]
+    agent = ExplicitReActAgent(ScriptedChatModel([ACT.format("search", "x"), FIN] * 2), [search])
+    agent.invoke("q")
+    assert events.seen == ["tool_start", "tool_end"]  # not the model's, not the chain's
+    events.seen.clear()
+    asyncio.run(agent.ainvoke("q"))
+    assert events.seen == ["tool_start", "tool_end"]
