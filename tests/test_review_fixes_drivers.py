@@ -16,12 +16,13 @@ import threading
 from typing import Any
 
 import pytest
-from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.tools import tool
 
 from explicit_react import AgentExecutor, ExplicitReActAgent, create_react_agent
 from explicit_react.deadline import DaemonExecutor, GivenUpRun
 from explicit_react.testing import ScriptedChatModel
+from tests.test_callback_bridge import LockedSender
 
 ACT = "Thought: t\nAction: {}\nAction Input: {}"
 FIN = "Thought: t\nFinal Answer: done"
@@ -239,18 +240,6 @@ def test_the_sync_and_async_runs_hear_a_timed_out_sync_tool_alike() -> None:
         assert run(False) == run(True)
     finally:
         release.set()
-
-
-class LockedSender(AsyncCallbackHandler):
-    """Sends each tool result under the application's ``asyncio.Lock`` (a web app's stream)."""
-
-    def __init__(self, lock: asyncio.Lock) -> None:
-        self.lock = lock
-        self.sent: list[str] = []
-
-    async def on_tool_end(self, output: Any, **kwargs: Any) -> None:
-        async with self.lock:
-            self.sent.append(str(output))
 
 
 def test_a_sync_tools_own_async_handler_runs_on_the_callers_loop() -> None:
