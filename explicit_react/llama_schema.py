@@ -72,6 +72,22 @@ def arguments_schema(
     return arguments
 
 
+def _all_of(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema``'s ``allOf`` as the converter can write it: it merges the parts as objects, and
+    wrote ``{}`` for anything else (a described enum in pydantic v1, ``allOf: [{"$ref": ...}]``, was
+    a rule that forced ``"unit": {}``). One part is unwrapped into the schema; parts that are not all
+    objects are left out, any value is allowed, and the call is checked when it is read."""
+    parts = schema["allOf"]
+    rest = {key: value for key, value in schema.items() if key != "allOf"}
+    if isinstance(parts, list) and len(parts) == 1 and isinstance(parts[0], dict):
+        return {**parts[0], **rest}
+    objects = isinstance(parts, list) and all(
+        isinstance(part, dict) and ("properties" in part or "$ref" in part or part.get("type") == "object")
+        for part in parts
+    )
+    return schema if objects else rest
+
+
 class _SchemaRefs:
     """One tool's schema with the parts its ``$ref``s point to, each given a name in the root ``$defs``."""
 
@@ -100,6 +116,8 @@ class _SchemaRefs:
                 out[key] = self.rewritten(value, (*at, key))
             elif key not in _DEFINITIONS:  # what is used of them is named in the root $defs
                 out[key] = value
+        if "allOf" in out:
+            out = _all_of(out)
         if not any(key in out for key in _SAYS_WHAT_A_VALUE_IS):
             out.update(_ANY_VALUE)
         return out
@@ -246,9 +264,7 @@ class _Converter(SchemaConverter):
     def _format_literal(self, literal: str) -> str:
         with contextlib.suppress(ValueError):  # JSON text (a name, a value): non-ASCII as it is
             literal = json.dumps(json.loads(literal), ensure_ascii=False)
-        escaped = "".join(
-            _LITERAL_ESCAPES.get(c, c if c.isprintable() else f"\\x{ord(c):02X}") for c in literal
-        )
+        escaped = "".join(_LITERAL_ESCAPES.get(c, c if c.isprintable() else _escaped(c)) for c in literal)
         return f'"{escaped}"'
 
     def _add_primitive(self, name: str, rule: Any) -> str:
@@ -275,6 +291,13 @@ class _Converter(SchemaConverter):
             listed = _separated(item, schema.get("minItems", 0), schema.get("maxItems"))
             return str(self._add_rule(rule_name, f'"[" space {listed} "]" space'))
         return str(super().visit(schema, name))
+
+
+def _escaped(c: str) -> str:
+    """A character GBNF must read escaped: ``\\x`` takes two hex digits, so a character above U+00FF
+    needs ``\\u`` or ``\\U`` (``\\x202F`` was a space and the text "2F")."""
+    code = ord(c)
+    return f"\\x{code:02X}" if code < 0x100 else f"\\u{code:04X}" if code < 0x10000 else f"\\U{code:08X}"
 
 
 def _known_format(schema: Mapping[str, Any]) -> bool:

@@ -62,11 +62,18 @@ class ToolRequest:
         """Take ``tools`` and ``tool_choice`` out of a call's keyword arguments; ``None`` when no tool
         may be called (no tools, or ``tool_choice="none"``)."""
         tools, choice = kwargs.pop("tools", None), kwargs.pop("tool_choice", None)
+        kwargs_choice = choice
         if not tools:
             return None
         names = [t["function"]["name"] for t in tools]
-        if isinstance(choice, dict):  # {"type": "function", "function": {"name": ...}}
-            choice = choice.get("function", {}).get("name")
+        if isinstance(choice, dict):  # OpenAI's {"type": "function", "function": {"name": ...}}, its
+            # Responses API's {"type": "function", "name": ...}, Anthropic's {"type": "tool", "name": ...}
+            # and {"type": "any"}, or {"type": "auto"}
+            function = choice.get("function")
+            named = function.get("name") if isinstance(function, dict) else choice.get("name")
+            choice = named if named is not None else choice.get("type")
+            if choice in ("function", "tool"):
+                raise ValueError(f"tool_choice {kwargs_choice!r} names no tool; the tools are {names}")
         if choice in (None, "auto"):
             choice = "auto"
         elif choice in ("any", "required", True):
@@ -223,8 +230,9 @@ def read_reply(
     cut off at ``max_tokens`` into a valid call with partial arguments (see ``ChatLlama._stream``)."""
     calls: list[ToolCall] = []
     invalid: list[InvalidToolCall] = []
-    for index, match in enumerate(_CALL.finditer(text)):
-        raw, written = match.group(1).strip(), match.group(0).strip()
+    blocks = _call_blocks(text)
+    for index, (start, end, inside) in enumerate(blocks):
+        raw, written = inside.strip(), text[start:end].strip()
         call_id = "call_" + hashlib.sha1(f"{index}:{raw}".encode()).hexdigest()[:16]
         try:
             data = json.loads(raw)
@@ -241,7 +249,39 @@ def read_reply(
             invalid.append(invalid_tool_call(name=data["name"], args=written, id=call_id, error=error))
         else:
             calls.append(tool_call(name=data["name"], args=data.get("arguments", {}), id=call_id))
-    return _CALL.sub("", text).strip(), calls, invalid
+    outside, last = [], 0
+    for start, end, _ in blocks:
+        outside.append(text[last:start])
+        last = end
+    return "".join([*outside, text[last:]]).strip(), calls, invalid
+
+
+_DECODER = json.JSONDecoder()
+_CLOSE_AFTER = re.compile(r"\s*+(?:</tool_call>|\Z)")
+
+
+def _call_blocks(text: str) -> list[tuple[int, int, str]]:
+    """Each ``<tool_call>`` block: where it starts and ends, and the text inside it. A block ends at
+    the ``</tool_call>`` after the JSON value it holds, so one written inside a string of the call
+    ("wrap it in </tool_call>") is the argument's; a block that holds no JSON value ends at the
+    first ``</tool_call>`` (or the end of the text: a call cut off at the length limit)."""
+    blocks: list[tuple[int, int, str]] = []
+    for match in _CALL.finditer(text):  # the non-greedy reading; a JSON value may reach past it
+        if blocks and match.start() < blocks[-1][1]:
+            continue  # inside the previous block's JSON value
+        body = match.start(1)
+        value_start = len(text) - len(text[body:].lstrip())
+        try:
+            _, value_end = _DECODER.raw_decode(text, value_start)
+        except ValueError:
+            blocks.append((match.start(), match.end(), match.group(1)))
+            continue
+        close = _CLOSE_AFTER.match(text, value_end)
+        if close is None:  # more text after the value: the block is as the non-greedy reading has it
+            blocks.append((match.start(), match.end(), match.group(1)))
+        else:
+            blocks.append((match.start(), close.end(), text[body:value_end]))
+    return blocks
 
 
 def _call_json(name: str, args: Mapping[str, Any]) -> str:

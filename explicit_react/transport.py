@@ -303,8 +303,7 @@ class NativeToolCalling:
         if completion.tool_calls:
             call = completion.tool_calls[0]
             if "error" in call:
-                feedback = f"Error: the arguments of your call to {call['name']!r} are not valid JSON. Call it again with a JSON object."
-                return Turn(thought, None, feedback, completion.usage, completion.seconds)
+                return Turn(thought, None, _invalid_call(call), completion.usage, completion.seconds)
             args = call.get("args") or {}
             log = (
                 f"{thought}\n{ACTION}: {call['name']}\n{ACTION_INPUT}: {json.dumps(args, ensure_ascii=False)}"
@@ -323,6 +322,16 @@ class NativeToolCalling:
             return Turn(thought, plain_answer(thought), None, completion.usage, completion.seconds)
         feedback = "Error: your reply was empty. Call one of the tools, or reply with your final answer."
         return Turn("", None, feedback, completion.usage, completion.seconds)
+
+
+def _invalid_call(call: dict[str, Any]) -> str:
+    """The feedback for a tool call the model's reply holds but that cannot be run: what was wrong
+    with it, as the model's client said (LangChain's ``"invalid"``: its arguments were not JSON)."""
+    name, error = call.get("name") or "", call.get("error") or "invalid"
+    what = f"your call to {name!r}" if name else "your tool call"
+    if error == "invalid":
+        return f"Error: the arguments of {what} are not valid JSON. Call it again with a JSON object."
+    return f"Error: {what} could not be run: {error}. Call it again with arguments that fit the tool."
 
 
 def plain_answer(text: str) -> FinalAnswer:
