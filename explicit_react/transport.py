@@ -331,7 +331,7 @@ def _invalid_call(call: dict[str, Any]) -> str:
     what = f"your call to {name!r}" if name else "your tool call"
     if error == "invalid":
         return f"Error: the arguments of {what} are not valid JSON. Call it again with a JSON object."
-    return f"Error: {what} could not be run: {error}. Call it again with arguments that fit the tool."
+    return f"Error: {what} could not be run: {error}. Call it again with a JSON object of arguments that fit the tool."
 
 
 def plain_answer(text: str) -> FinalAnswer:

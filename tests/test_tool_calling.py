@@ -50,7 +50,8 @@ def test_unknown_tool_and_bad_arguments_are_observations() -> None:
     result = ExplicitReActAgent(model, [search, subtract], mode="tool_calling").run("q")
     assert [s.error for s in result.steps] == ["unknown_tool", "parse_error", "invalid_input"]
     assert "Did you mean 'search'?" in result.steps[0].observation
-    assert "not valid JSON" in result.steps[1].observation
+    assert "could not be run: bad json" in result.steps[1].observation  # the client's reason
+    assert "JSON object" in result.steps[1].observation
     assert "'b'" in result.steps[2].observation
     assert result.success
 
