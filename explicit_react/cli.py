@@ -243,6 +243,9 @@ def load_named_model(name: str | None) -> Any:
         return models.load_model(chosen)
     except OSError as error:  # a scripted: or gguf: file that fails as it is read names no file
         raise UsageError(_os_error(f"{'--model' if name else 'model'} {chosen}", error)) from error
+    except ValueError as error:  # ConfigurationError: "scripted:FILE: no such file" names the option too
+        message = str(error)
+        raise UsageError(f"--model {message}" if name and message.startswith(chosen) else message) from error
 
 
 def _os_error(option: str, error: OSError) -> str:
@@ -295,7 +298,14 @@ class TraceFile:
         from explicit_react.trace import JsonlTrace
 
         self.path = path
-        self.trace: Any = JsonlTrace(path)
+        try:
+            self.trace: Any = JsonlTrace(path)
+        except FileExistsError as error:  # a folder of the path is a file ("notes.txt/run.jsonl")
+            raise UsageError(
+                f"--trace {path}: {os.fsdecode(error.filename)} is a file, not a folder"
+            ) from error
+        except OSError as error:
+            raise UsageError(_os_error(f"--trace {path}", error)) from error
 
     def on_step(self, step: Any, turn: int, max_turns: int | None) -> None:
         """Write the step while the file can be written."""

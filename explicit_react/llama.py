@@ -43,7 +43,7 @@ from pydantic import ConfigDict, Field, PrivateAttr
 
 from explicit_react.llama_cache import AlignedLlama, aligned_reuse, interrupted_by, state_file
 from explicit_react.llama_grammar_check import checked_grammar
-from explicit_react.llama_log import echo_to_stderr, logger
+from explicit_react.llama_log import echo_to_stderr, logger, raise_interrupt
 from explicit_react.llama_reply import as_chunk, call_arguments, usage_record
 from explicit_react.llama_tools import (
     ToolRequest,
@@ -115,7 +115,10 @@ class ChatLlama(BaseChatModel):
             echo_to_stderr()
         if self.client is None:
             settings = {name: getattr(self, name) for name in _LLAMA_ARGUMENTS}
-            self.client = AlignedLlama(model_path=self.model_path, **settings, **self.model_kwargs)
+            try:
+                self.client = AlignedLlama(model_path=self.model_path, **settings, **self.model_kwargs)
+            finally:
+                raise_interrupt()  # a Ctrl-C during the load, which llama.cpp's logging took in
             if self.prompt_state_dir is not None:
                 folder = Path(self.prompt_state_dir)
                 self.client.state_file = state_file(folder, self.model_path, settings, self.model_kwargs)

@@ -209,12 +209,17 @@ def default_model_name(env: Mapping[str, str] = os.environ) -> str | None:
 # --- scripted ----------------------------------------------------------------------------------
 
 
+def _not_a_file(path: Path) -> str:
+    """Why ``path``, which is not a file, cannot be read as one."""
+    return "a directory, not a file" if path.is_dir() else "no such file"
+
+
 def _load_scripted(file: str, options: dict[str, Any]) -> BaseChatModel:
     from explicit_react.testing import ScriptedChatModel
 
     path = Path(file).expanduser()
     if not path.is_file():
-        raise ConfigurationError(f"scripted:{file}: no such file")
+        raise ConfigurationError(f"scripted:{file}: {_not_a_file(path)}")
     _refuse_unknown(f"scripted:{file}", options, set(ScriptedChatModel.model_fields) - {"replies"})
     try:
         return ScriptedChatModel.from_file(path, **options)
@@ -372,7 +377,7 @@ def load_gguf(path: str | Path, *, check_build: bool = True, **options: Any) -> 
     _require_local_extra()
     file = Path(path).expanduser()
     if not file.is_file():
-        raise ConfigurationError(f"gguf:{path}: no such file")
+        raise ConfigurationError(f"gguf:{path}: {_not_a_file(file)}")
     if "model_path" in options:
         raise ConfigurationError(f"gguf:{path}: the file is the model's name, not a model_path option")
     fields, llama_arguments = _local_options()

@@ -414,11 +414,23 @@ def test_a_trace_path_that_cannot_be_written_is_a_usage_error_before_the_run(
     blocker = tmp_path / "file.txt"
     blocker.write_text("x")
     model = script(tmp_path, *PARIS)
-    for target, problem in ((tmp_path, "Is a directory"), (blocker / "trace.jsonl", "File exists")):
+    cases = ((tmp_path, "Is a directory"), (blocker / "trace.jsonl", f"{blocker} is a file, not a folder"))
+    for target, problem in cases:  # before: "File exists: .../file.txt", naming no option
         code = cli.main(["--model", model, "--tools", "search", "--trace", str(target), "q"])
         out, err = capsys.readouterr()
         assert code == 2 and out == ""
-        assert_one_line_error(err, problem, str(tmp_path))
+        assert_one_line_error(err, f"--trace {target}", problem)
+
+
+def test_a_script_that_is_missing_or_a_folder_names_the_option(tmp_path: Path, capsys: Any) -> None:
+    for target, problem in (
+        (tmp_path / "missing.txt", "no such file"),
+        (tmp_path, "a directory, not a file"),
+    ):
+        code = cli.main(["--model", f"scripted:{target}", "q"])
+        out, err = capsys.readouterr()
+        assert code == 2 and out == ""
+        assert_one_line_error(err, f"--model scripted:{target}: {problem}")
 
 
 def test_an_unreadable_script_is_a_usage_error(

@@ -192,3 +192,24 @@ def test_a_call_cancelled_while_its_prompt_is_read_stops_reading_and_the_model_s
     # the next call reads on from the blocks already read and replies as a fresh model does
     again = model.invoke(prompt)
     assert again.content == gemma(n_batch=8, max_tokens=8).invoke(prompt).content
+
+
+def test_ctrl_c_during_the_load_stops_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Ctrl-C that lands while llama.cpp calls the log callback (a load logs hundreds of lines) was
+    dropped by ctypes: the load and the whole run went on (``explicit-react`` exited 0)."""
+    from explicit_react import llama_log
+
+    lines: list[str] = []
+
+    def interrupted(line: str) -> bool:
+        lines.append(line)
+        if len(lines) == 20:
+            raise KeyboardInterrupt
+        return False
+
+    monkeypatch.setattr(llama_log, "hear", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        gemma()
+    assert len(lines) > 20  # the load went on in C; the interrupt came when it returned
+    monkeypatch.undo()
+    llama_log.raise_interrupt()  # nothing left pending
