@@ -240,7 +240,9 @@ def read_reply(
             data = None
         if not isinstance(data, dict) or not isinstance(data.get("name"), str):
             name = named.group(1) if (named := _NAME.match(raw)) else None
-            invalid.append(invalid_tool_call(name=name, args=written, id=call_id, error="not a JSON call"))
+            cut = not written.endswith(CALL_CLOSE)  # the reply ended inside the block: max_tokens
+            error = f"the call was cut off before its {CALL_CLOSE}" if cut else "not a JSON call"
+            invalid.append(invalid_tool_call(name=name, args=written, id=call_id, error=error))
         elif not isinstance(data.get("arguments", {}), dict):
             error = "arguments are not a JSON object"
             invalid.append(invalid_tool_call(name=data["name"], args=written, id=call_id, error=error))

@@ -278,8 +278,8 @@ def test_without_a_tools_template_calls_and_results_are_written_as_text() -> Non
             '<tool_call>\n{"name": "search", "arguments": {"query": "x',
             "",
             [],
-            [("search", "not a JSON call")],
-        ),  # cut off
+            [("search", "the call was cut off before its </tool_call>")],
+        ),  # cut off: said so, not "not a JSON call"
         (
             '<tool_call>{"name": "search", "arguments": "x"}</tool_call>',
             "",
