@@ -188,10 +188,9 @@ def _call_blocking(request: Call) -> Any:
     Ctrl-C): then its callbacks are gated as the async driver gates them (``callback_bridge``), so
     its runs end with the error that gave it up, and its late events, after the run has moved on,
     are dropped."""
-    call = partial(_completed, request.blocking)
     bridge = None if request.timeout is None else LoopBridge.around(request.blocking, None)
     if bridge is None:  # the usual case: no timeout, or no handler hears the call
-        return call_with_timeout(call, request.timeout)
+        return call_with_timeout(partial(_completed, request.blocking), request.timeout)
     try:
         value = call_with_timeout(partial(_completed, bridge.call), request.timeout)
     except BaseException as exc:

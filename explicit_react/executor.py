@@ -348,21 +348,12 @@ def _has_native_async(t: BaseTool) -> bool:
 
 def _own_callbacks_passed(t: BaseTool, callbacks: Callbacks) -> tuple[BaseTool, BaseCallbackManager]:
     """A tool's own ``callbacks=`` handlers, moved into the callbacks its call is given (as handlers
-    of that call alone, which is how LangChain adds them), and a copy of the tool without them: the
-    same handlers hear the same events, but now the drivers see them, so a sync tool's async
-    handlers run on the caller's event loop under ``arun``, and a call given up ends their runs
-    (``callback_bridge``). Left on the tool, LangChain configured them inside the call, out of reach:
-    an async handler awaiting the application's loop hung there."""
-    own = t.callbacks
-    handlers = list(own.handlers) if isinstance(own, BaseCallbackManager) else list(own or [])
-    if isinstance(callbacks, BaseCallbackManager):
-        manager = callbacks.copy()
-    else:
-        manager = CallbackManager(handlers=[])
-        for handler in callbacks or []:
-            manager.add_handler(handler, inherit=True)
-    for handler in handlers:
-        manager.add_handler(handler, inherit=False)
+    of that call alone, by the ``CallbackManager.configure`` LangChain runs inside the call), and a
+    copy of the tool without them: the same handlers hear the same events, but now the drivers see
+    them, so a sync tool's async handlers run on the caller's event loop under ``arun``, and a call
+    given up ends their runs (``callback_bridge``). Left on the tool, they were configured inside the
+    call, out of reach: an async handler awaiting the application's loop hung there."""
+    manager = CallbackManager.configure(inheritable_callbacks=callbacks, local_callbacks=t.callbacks)
     return t.model_copy(update={"callbacks": None}), manager
 
 
