@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape as escape_markup
 
 from explicit_react.scratchpad import format_tool_input, printable, truncate_middle
-from explicit_react.types import Action, AgentResult, Step
+from explicit_react.types import SENT_BACK, Action, AgentResult, Step
 
 
 def escape(text: str) -> str:
@@ -52,7 +52,7 @@ class TracePrinter:
         counter = f"(turn {turn}/{max_turns})" if max_turns is not None else f"(turn {turn})"
         c = self.console
         announced, self._announced = self._announced, False
-        if step.error == "answer_check":  # a Final Answer that check_answer=True sent back
+        if step.error in SENT_BACK:  # a Final Answer sent back: cut off, or failed check_answer=True
             c.print(f"[bold red]Final Answer sent back {counter}:[/] {self._text(step.log)}")
         elif step.action:
             if not announced:

@@ -127,7 +127,7 @@ class ReActLoop:
             try:
                 turn = yield from self.thinking(run)
                 if isinstance(turn.decision, FinalAnswer):
-                    if (sent_back := self.reviewed(turn.decision, run)) is None:
+                    if (sent_back := self.reviewed(turn, turn.decision, run)) is None:
                         yield from self._finish(run, turn.decision.answer, StopReason.SUCCESS, turn.text)
                         return
                     acted = sent_back
@@ -178,9 +178,12 @@ class ReActLoop:
         turn = self.transport.read(completion)
         if run.guard.deadline.expired():
             raise DeadlineExceeded("time ran out while the reply was read")
-        if cut and not isinstance(turn.decision, FinalAnswer):
+        if isinstance(turn.decision, FinalAnswer):
+            if cut and _runs_to_the_end(turn.decision, completion.text):
+                turn = dataclasses.replace(turn, cut=cut)
+        elif cut:
             note = "\n".join(filter(None, (turn.note, _cut_note(cut, self.max_reply_chars))))
-            turn = dataclasses.replace(turn, note=note)
+            turn = dataclasses.replace(turn, note=note, cut=cut)
         return turn
 
     def _permit(self, turn: Turn, run: RunState, *, in_run: bool = True) -> Acted | None:
@@ -248,12 +251,19 @@ class ReActLoop:
         )
         return Acted(outcome, tool, StopReason.RETURN_DIRECT if outcome.return_direct else None)
 
-    def reviewed(self, answer: FinalAnswer, run: RunState) -> Acted | None:
-        """The answer check's verdict on a Final Answer (``check_answer=True``): ``None`` to accept
-        it, or the feedback that sends it back to the model as a step (``answer_check.py``). On the
-        last turn the iteration budget allows, the answer is accepted: sent back, it would be lost to
-        the limit it could no longer be fixed within."""
-        if run.answer_check is None or run.guard.steps_left(len(run.steps)) == 1:
+    def reviewed(self, turn: Turn, answer: FinalAnswer, run: RunState) -> Acted | None:
+        """``None`` to accept a Final Answer, or the feedback that sends it back to the model as a
+        step: once per run when the answer ran on past ``max_reply_chars`` and was cut, and with
+        ``check_answer=True`` when it fails a check (``answer_check.py``). On the last turn the
+        iteration budget allows, the answer is accepted: sent back, it would be lost to the limit
+        it could no longer be fixed within."""
+        if run.guard.steps_left(len(run.steps)) == 1:
+            return None
+        if turn.cut and not any(step.error == "answer_cut" for step in run.steps):
+            return Acted(
+                ToolOutcome(_answer_cut_feedback(turn.cut, self.max_reply_chars), error="answer_cut")
+            )
+        if run.answer_check is None:
             return None
         feedback = run.answer_check.review(run.question, answer.answer, run.sources())
         return None if feedback is None else Acted(ToolOutcome(feedback, error="answer_check"))
@@ -350,6 +360,25 @@ def _cut_note(cut: int, limit: int | None) -> str:
     return (
         f"Note: your reply was {cut + (limit or 0)} characters long; only its first {limit} were read. "
         "Keep each reply short: one Thought, then one Action or the Final Answer."
+    )
+
+
+_ANSWER_TAIL = 40
+_LOOSE_END = " \t\r\n`'\"*_"  # what the parser may strip from an answer's end
+
+
+def _runs_to_the_end(answer: FinalAnswer, text: str) -> bool:
+    """Whether a Final Answer runs to the end of the reply's text as read: then a cut of the reply
+    fell inside it. (A two-phase reply puts its answer first: a cut in the thought after it leaves
+    the answer whole.)"""
+    tail = answer.answer.rstrip(_LOOSE_END)[-_ANSWER_TAIL:]
+    return bool(tail) and text.rstrip(_LOOSE_END).endswith(tail)
+
+
+def _answer_cut_feedback(cut: int, limit: int | None) -> str:
+    return (
+        f"Error: your reply was {cut + (limit or 0)} characters long and only its first {limit} were "
+        f"read, so your Final Answer was cut off. Give the Final Answer again, in under {limit} characters."
     )
 
 

@@ -13,7 +13,7 @@ from explicit_react.context import ContextDocument, read_context
 from explicit_react.context import format_context as format_context  # its old home; kept importable
 from explicit_react.errors import ConfigurationError
 from explicit_react.scratchpad import format_tool_input, truncate_middle
-from explicit_react.types import AgentResult, Step, TokenUsage
+from explicit_react.types import SENT_BACK, AgentResult, Step, TokenUsage
 
 MAX_INLINE_DOCUMENTS = 8
 """With more context documents than this, they go into a ``knowledge_search`` tool instead of the prompt."""
@@ -28,7 +28,7 @@ def describe_step(number: int, step: Step) -> str:
     its result each with their white space runs (line breaks too) made one space, the result cut
     to about 300 characters in the middle."""
     observation = _one_line(truncate_middle(_one_line(step.observation), 300))
-    if step.error == "answer_check":  # a Final Answer sent back by check_answer=True, with why
+    if step.error in SENT_BACK:  # a Final Answer sent back (cut off, or by check_answer=True), with why
         return f"Step {number}: the Final Answer was sent back -> {observation}"
     if not step.action:
         return f"Step {number}: the reply could not be read -> {observation}"

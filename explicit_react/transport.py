@@ -36,6 +36,9 @@ class Turn:
     seconds: float = 0.0
     note: str = ""
     """A line for the model added after the observation (a reply that was cut before it was read)."""
+    cut: int = 0
+    """How many characters of the reply were cut (``max_reply_chars``) before it was read; for a
+    Final Answer, counted only when the cut fell inside the answer."""
 
 
 MAX_INPUT_DEPTH = 32

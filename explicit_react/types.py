@@ -129,6 +129,11 @@ class FinalAnswer:
 Decision = Action | FinalAnswer
 
 
+SENT_BACK = frozenset({"answer_check", "answer_cut"})
+"""The ``Step.error`` values of a Final Answer sent back to the model: it failed a check
+(``check_answer=True``), or it ran past ``max_reply_chars`` and was cut off."""
+
+
 @dataclass(frozen=True)
 class Step:
     """One turn that ended in an observation: a tool call, a parse error, a refused or repeated call.
@@ -136,7 +141,8 @@ class Step:
     ``observation`` is always a string; one that reports a failure starts with ``Error:``.
     ``error`` names the kind of failure (``"parse_error"``, ``"unknown_tool"``, ``"invalid_input"``,
     ``"tool_error"``, ``"tool_timeout"``, ``"tool_denied"``, ``"repeated_call"``,
-    ``"unsourced_numbers"``, ``"answer_check"``) or is ``None``.
+    ``"unsourced_numbers"``, ``"answer_check"``, ``"answer_cut"``) or is ``None``. The last two are
+    a Final Answer sent back to the model (``SENT_BACK``).
     """
 
     thought: str
