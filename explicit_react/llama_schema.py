@@ -16,10 +16,12 @@ Two parts:
     string;
   - a length or item-count bound is GBNF's ``{m,n}``, not ``n`` nested optional groups (llama.cpp
     rejects a nesting past about 1000);
-  - a string's characters exclude raw control characters, which ``json.loads`` refuses.
+  - a string's characters exclude raw control characters, which ``json.loads`` refuses;
+  - an integer's ``minimum`` and ``maximum`` (the converter drops them) are digit ranges
+    (``explicit_react.llama_int_range``).
 
   What the grammar does not hold a call to (a pattern it could not write, a bound past
-  ``MAX_COUNT``) is checked when the call is read (``explicit_react.llama_call_check``).
+  ``MAX_COUNT``, a ``number``'s bounds) is checked when the call is read (``explicit_react.llama_call_check``).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from urllib.parse import unquote
 from llama_cpp.llama_grammar import PRIMITIVE_RULES, STRING_FORMAT_RULES, BuiltinRule, SchemaConverter
 
 from explicit_react.errors import ConfigurationError
+from explicit_react.llama_int_range import integer_bounds, range_grammar
 from explicit_react.llama_regex import MAX_COUNT, pattern_grammar
 
 __all__ = ["arguments_schema", "call_json_rules"]
@@ -253,6 +256,8 @@ _LITERAL_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\
 _BEFORE_LENGTH = frozenset({"$ref", "oneOf", "anyOf", "const", "enum", "pattern"})
 """Keywords the converter reads before a string's length bounds (a string with one is not only bounded),
 besides a ``format`` it knows (``_known_format``)."""
+_BEFORE_TYPE = frozenset({"$ref", "oneOf", "anyOf", "const", "enum"})
+"""Keywords the converter reads before an integer's type (an integer with one is not only bounded)."""
 _BEFORE_ITEMS = frozenset(
     {"$ref", "oneOf", "anyOf", "const", "enum", "properties", "additionalProperties", "allOf"}
 )
@@ -284,6 +289,9 @@ class _Converter(SchemaConverter):
             char = self._add_primitive("char", _JSON_CHAR)
             count = _bounds(schema.get("minLength", 0), schema.get("maxLength"))
             return str(self._add_rule(rule_name, f'"\\"" {char}{count} "\\"" space'))
+        bounds = integer_bounds(schema) if kind == "integer" and not _BEFORE_TYPE & schema.keys() else None
+        if bounds is not None:
+            return str(self._add_rule(rule_name, f"{range_grammar(*bounds)} space"))
         items = schema.get("items") if isinstance(schema, dict) else None
         counted = isinstance(items, dict) and bool({"minItems", "maxItems"} & schema.keys())
         if counted and kind in (None, "array") and not _BEFORE_ITEMS & schema.keys():

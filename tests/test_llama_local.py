@@ -213,3 +213,14 @@ def test_ctrl_c_during_the_load_stops_it(monkeypatch: pytest.MonkeyPatch) -> Non
     assert len(lines) > 20  # the load went on in C; the interrupt came when it returned
     monkeypatch.undo()
     llama_log.raise_interrupt()  # nothing left pending
+
+
+def test_a_forced_call_keeps_an_integer_argument_within_its_bounds() -> None:
+    """llama-cpp-python's converter dropped ``minimum``/``maximum``: asked for 100, the model sent it,
+    and the call could only be refused after it was written."""
+    tool = spec("set_volume", {"level": {"type": "integer", "minimum": 3, "maximum": 7}})
+    prompt = "Set the volume to 100. Call set_volume with level 100."
+    reply = gemma(max_tokens=30).bind_tools([tool], tool_choice="required").invoke(prompt)
+    assert reply.invalid_tool_calls == []
+    [call] = reply.tool_calls
+    assert 3 <= call["args"]["level"] <= 7, call
