@@ -215,6 +215,7 @@ def _knowledge_tool(location: str) -> BaseTool:
 def _read_knowledge(location: str) -> BaseTool:
     from explicit_react.scratchpad import printable
     from explicit_react.tools import KnowledgeBaseTool
+    from explicit_react.tools._file_io import file_text
 
     path = Path(location).expanduser()
     if path.is_dir():
@@ -227,7 +228,9 @@ def _read_knowledge(location: str) -> BaseTool:
             raise UsageError(f"--tools knowledge:{location}: the folder holds no .txt or .md files with text")
         return tool
     if path.is_file():
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = file_text(path.read_bytes())  # read as a folder's files are: their encoding, not binary
+        if text is None:
+            raise UsageError(f"--tools knowledge:{location}: a binary file, not text (it holds NUL bytes)")
         return KnowledgeBaseTool([{"content": text, "source": path.name}])
     raise UsageError(f"--tools knowledge:{location}: no such file or directory")
 

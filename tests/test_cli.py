@@ -644,6 +644,7 @@ def read_fails(monkeypatch: pytest.MonkeyPatch) -> None:
         raise OSError(5, "Input/output error")
 
     monkeypatch.setattr(Path, "read_text", fail)
+    monkeypatch.setattr(Path, "read_bytes", fail)
 
 
 def test_a_script_that_fails_as_it_is_read_is_named(

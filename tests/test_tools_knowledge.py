@@ -181,11 +181,13 @@ def test_a_common_query_word_does_not_push_out_a_result_about_the_subject() -> N
     ]
     # The old rule, which brought in any missing word, put a warranty in place of the birth year.
     words = set(tokenize("Brun Bithshirk birth year"))
+    index = tool._current_index()
     ranked = sorted(
-        (i for i, held in enumerate(tool._passage_words) if words & held),
-        key=lambda i: (-len(words & tool._passage_words[i]), i),
+        (i for i, held in enumerate(index.words) if words & held),
+        key=lambda i: (-len(words & index.words[i]), i),
     )
-    assert [tool.passages[i].source for i in tool._cover(ranked, words, rarer_than_held=False)][-1] == "w1"
+    chosen = tool._cover(index, ranked, words, rarer_than_held=False)
+    assert [tool.passages[i].source for i in chosen][-1] == "w1"
 
 
 def test_a_query_finds_another_form_of_its_words() -> None:
@@ -321,13 +323,14 @@ def test_a_query_of_many_words_scores_only_its_rarest_few() -> None:
     tool = KnowledgeBaseTool(passages, k=3, passage_chars=10_000)
     tool.search("warm up")  # builds the index
     calls = []
-    score = tool._index.get_scores
+    bm25 = tool._current_index().bm25
+    score = bm25.get_scores
 
     def counted(query: list[str]) -> Any:
         calls.append(query)
         return score(query)
 
-    tool._index.get_scores = counted
+    bm25.get_scores = counted
     results = tool.search(f"{common} vault")
     assert len(calls) <= MAX_QUERY_WORDS + 1
     assert "The vault code is 4711." in [passage.text for _, passage in results]  # the rarest word is kept

@@ -32,13 +32,15 @@ class BM25First(KnowledgeBaseTool):
         if not super().search(query):  # builds the index; nothing matches
             return []
         words = tokenize(query)
-        scores, wanted = self._index.get_scores(words), set(words)
+        index = self._current_index()
+        scores, wanted = index.bm25.get_scores(words), set(words)
         ranked = sorted(
-            (i for i, passage_words in enumerate(self._passage_words) if wanted & passage_words),
+            (i for i, passage_words in enumerate(index.words) if wanted & passage_words),
             key=lambda i: (-scores[i], i),
         )
         return [
-            (float(scores[i]), self.passages[i]) for i in self._cover(ranked, wanted, rarer_than_held=False)
+            (float(scores[i]), self.passages[i])
+            for i in self._cover(index, ranked, wanted, rarer_than_held=False)
         ]
 
 

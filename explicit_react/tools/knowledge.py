@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 import unicodedata
 import warnings
 from collections import Counter
@@ -41,25 +42,54 @@ class Passage:
     text: str
 
 
-# A number written with separators is one word: "9.7" is not "7.9", and "1,270" is "1270".
-_NUMBER = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)+"
-_WORD = re.compile(rf"{_NUMBER}|[^\W_]+")
+# A number written with separators is one word: "9.7" is not "7.9", and "1,270" is "1270". Other
+# digits are a word of their own ("12kg" is "12 kg"), unless a letter leads ("T9", "mp3"). A word
+# holds the combining marks written on its letters: Devanagari's vowel signs, Thai's, an accent
+# written apart ("e" + U+0301); \w alone split "हिन्दी" into ह, न, द.
+_NUMBER = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)+|\d+"
+
+
+_MARKED_PLANES = (range(0x0300, 0x20000), range(0xE0100, 0xE01F0))
+"""Where Unicode has combining marks: after ASCII and Latin-1, through the SMP, and the variation
+selectors of plane 14."""
+
+
+@cache
+def _word() -> re.Pattern[str]:
+    """A word or a number (built at the first search: listing the marks takes about 0.1 s)."""
+    ranges: list[list[int]] = []
+    for code in (code for plane in _MARKED_PLANES for code in plane):
+        if unicodedata.category(chr(code)).startswith("M"):
+            if ranges and ranges[-1][1] == code - 1:
+                ranges[-1][1] = code
+            else:
+                ranges.append([code, code])
+    marks = "".join(f"\\U{low:08x}-\\U{high:08x}" for low, high in ranges)
+    return re.compile(rf"{_NUMBER}|[^\W\d_](?:[^\W_]|[{marks}])*")
+
+
 # Chinese and Japanese are written without spaces: each ideograph or kana counts as a word.
 _UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_STEMMING = threading.Lock()
 
 
 def tokenize(text: str) -> list[str]:
     """Lowercase words and numbers in any script, without stopwords, each cut to its English stem by
     the Snowball stemmer, so that the forms of a word match: refunds -> refund, founding and founded
-    -> found. "résumé" stays one word, and "9.7" one number."""
-    text = _UNSPACED.sub(r" \g<0> ", unicodedata.normalize("NFKC", text).casefold())
-    words = (word.replace(",", "") for word in _WORD.findall(text))
+    -> found. "résumé" stays one word, and "9.7" one number; "İstanbul" is "istanbul" (casefolded,
+    the dotted capital I leaves a dot above that no one types)."""
+    text = unicodedata.normalize("NFKC", text).casefold().replace("i\u0307", "i")
+    words = (word.replace(",", "") for word in _word().findall(_UNSPACED.sub(r" \g<0> ", text)))
     return [_stem(word) for word in words if word not in STOPWORDS]
 
 
 @lru_cache(maxsize=65536)
 def _stem(word: str) -> str:
-    return _english_stemmer().stemWord(word)
+    # The Snowball stemmer keeps the word it works on in itself: two threads at once garbled each
+    # other's stems ("founded" -> "warranti"), which this cache then served to the whole process.
+    stemmer = _english_stemmer()
+    with _STEMMING:
+        return str(stemmer.stemWord(word))
 
 
 @cache
@@ -128,11 +158,16 @@ def _under_heading(heading: str, paragraph: str, max_chars: int) -> list[str]:
     return [f"{heading} {piece}" for piece in _pack_sentences(paragraph, max_chars - len(heading) - 1)]
 
 
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
+"""Where a sentence ends: a full stop, question or exclamation mark and a space, or the ideographic
+ones, which no space follows in Chinese or Japanese."""
+
+
 def _pack_sentences(paragraph: str, max_chars: int) -> list[str]:
     if len(paragraph) <= max_chars:
         return [paragraph]
     pieces: list[str] = []
-    for sentence in re.split(r"(?<=[.!?])\s+", paragraph):
+    for sentence in _SENTENCE_END.split(paragraph):
         pieces += _cut_at_spaces(sentence, max_chars)
     packed: list[str] = []
     for piece in filter(None, pieces):
@@ -213,6 +248,31 @@ def passages_from(documents: Iterable[Any], max_chars: int) -> list[Passage]:
     return passages
 
 
+@dataclass(frozen=True)
+class _Index:
+    """The search index of a list of passages: BM25 over their words, each passage's words, and
+    for each passage the position of the first passage with the same text."""
+
+    passages: list[Passage]
+    bm25: Any
+    words: list[frozenset[str]]
+    first_copy: list[int]
+
+    @classmethod
+    def build(cls, passages: list[Passage]) -> _Index:
+        from rank_bm25 import BM25Plus  # imported here: only a search needs it
+
+        # BM25Plus rather than BM25Okapi: its IDF stays positive, so tiny corpora still rank.
+        tokenized = [tokenize(passage.text) for passage in passages]
+        first: dict[str, int] = {}
+        first_copy = [first.setdefault(p.text, i) for i, p in enumerate(passages)]
+        return cls(passages, BM25Plus(tokenized), [frozenset(tokens) for tokens in tokenized], first_copy)
+
+
+_BUILDING = threading.Lock()
+"""Held while an index is built: searches that find none wait for it rather than build their own."""
+
+
 class KnowledgeQuery(BaseModel):
     """Arguments of the knowledge-base tool."""
 
@@ -234,9 +294,7 @@ class KnowledgeBaseTool(BaseTool):
     passage_chars: int = Field(default=800, ge=100, description="longer documents are cut into passages")
     max_query_chars: int = Field(default=1_000, ge=1, description="longer queries are refused")
     passages: list[Passage] = Field(default_factory=list)
-    _index: Any = PrivateAttr(default=None)
-    _passage_words: list[frozenset[str]] = PrivateAttr(default_factory=list)
-    _first_copy: list[int] = PrivateAttr(default_factory=list)
+    _index: _Index | None = PrivateAttr(default=None)
 
     def __init__(self, documents: Iterable[Any] = (), **kwargs: Any) -> None:
         """``documents``: strings, dicts (``content``/``page_content``, ``source``, ``title``) or
@@ -251,12 +309,15 @@ class KnowledgeBaseTool(BaseTool):
 
     @classmethod
     def from_folder(
-        cls, folder: str | os.PathLike[str], suffixes: tuple[str, ...] = FOLDER_SUFFIXES, **kwargs: Any
+        cls, folder: str | os.PathLike[str], suffixes: str | Iterable[str] = FOLDER_SUFFIXES, **kwargs: Any
     ) -> KnowledgeBaseTool:
-        """Index every .txt/.md file under ``folder``; a passage's source is the file's relative path."""
+        """Index every .txt/.md file under ``folder``; a passage's source is the file's relative path.
+        ``suffixes``: the file name endings to read, with or without their dot, in any case
+        (``"md"``, ``".MD"``, ``(".txt", "rst")``)."""
         root = Path(folder)
         if not root.is_dir():
             raise ValueError(f"knowledge folder is not a directory: {folder}")
+        suffixes = _suffixes(suffixes)
         documents, skipped = [], []
         for path, problem in _folder_files(root, suffixes):
             text = None
@@ -290,30 +351,36 @@ class KnowledgeBaseTool(BaseTool):
         words = tokenize(query)
         if not words or not self.passages:
             return []
-        if self._index is None:
-            from rank_bm25 import BM25Plus  # imported here: only a search needs it
-
-            # BM25Plus rather than BM25Okapi: its IDF stays positive, so tiny corpora still rank.
-            tokenized = [tokenize(passage.text) for passage in self.passages]
-            self._passage_words = [frozenset(tokens) for tokens in tokenized]
-            first: dict[str, int] = {}
-            self._first_copy = [first.setdefault(p.text, i) for i, p in enumerate(self.passages)]
-            self._index = BM25Plus(tokenized)
+        index = self._current_index()
         # Each distinct word is scored once, times its count (a word no passage holds scores 0):
         # scoring the query word by word took seconds for a long query over 100,000 passages.
-        counts = _rarest(Counter(words), self._index.idf)
-        scores = self._index.get_scores([])
+        counts = _rarest(Counter(words), index.bm25.idf)
+        scores = index.bm25.get_scores([])
         for word, count in counts.items():
-            scores += count * self._index.get_scores([word])
+            scores += count * index.bm25.get_scores([word])
         wanted = set(counts)
         ranked = sorted(
-            (index for index, passage_words in enumerate(self._passage_words) if wanted & passage_words),
-            key=lambda index: (-len(wanted & self._passage_words[index]), -scores[index], index),
+            (number for number, passage_words in enumerate(index.words) if wanted & passage_words),
+            key=lambda number: (-len(wanted & index.words[number]), -scores[number], number),
         )
-        chosen = self._cover(ranked, wanted)
-        return [(float(scores[index]), self.passages[index]) for index in chosen]
+        chosen = self._cover(index, ranked, wanted)
+        return [(float(scores[number]), index.passages[number]) for number in chosen]
 
-    def _cover(self, ranked: list[int], wanted: set[str], rarer_than_held: bool = True) -> list[int]:
+    def _current_index(self) -> _Index:
+        """The index of ``passages`` as they are now: built at the first search, and again when
+        they were changed or replaced (an index of the old list answered from the wrong passages).
+        Searches at once wait for one build instead of each building its own."""
+        index = self._index
+        if index is not None and index.passages == self.passages:
+            return index
+        with _BUILDING:
+            if self._index is None or self._index.passages != self.passages:
+                self._index = _Index.build(list(self.passages))
+            return self._index
+
+    def _cover(
+        self, index: _Index, ranked: list[int], wanted: set[str], rarer_than_held: bool = True
+    ) -> list[int]:
         """The top ``k`` of ``ranked``, changed so that each query word found in any passage is in
         some result, rarest word first, while a result can make room without losing a word.
 
@@ -329,10 +396,10 @@ class KnowledgeBaseTool(BaseTool):
 
         Of passages with the same text only the first copy counts (the same text scores the same, so
         it is also the first in ``ranked``): the others would fill places with what a result says."""
-        ranked = [index for index in ranked if self._first_copy[index] == index]
-        words_of = [self._passage_words[index] for index in ranked]
+        ranked = [number for number in ranked if index.first_copy[number] == number]
+        words_of = [index.words[number] for number in ranked]
         chosen = list(range(min(self.k, len(ranked))))  # positions in ``ranked``, so sorted is best first
-        idf = self._index.idf
+        idf = index.bm25.idf
         held = wanted & set().union(*(words_of[position] for position in chosen))
         commonest_held = min((idf.get(word, 0.0) for word in held), default=0.0) if rarer_than_held else 0.0
         for word in sorted(wanted, key=lambda w: (-idf.get(w, 0.0), w)):
@@ -375,7 +442,16 @@ def _rarest(counts: Counter[str], idf: Mapping[str, float]) -> Counter[str]:
     return Counter({word: counts[word] for word in kept})
 
 
-def _folder_files(root: Path, suffixes: tuple[str, ...]) -> Iterable[tuple[Path, str]]:
+def _suffixes(suffixes: str | Iterable[str]) -> frozenset[str]:
+    """File name endings as ``Path.suffix`` gives them, lowercased: ".md" from "md", ".MD" or ".md"
+    (a string is one suffix: checked with ``in``, ".md" also matched a file named "LICENSE")."""
+    listed = [suffixes] if isinstance(suffixes, str) else list(suffixes)
+    if not listed or not all(isinstance(suffix, str) and suffix.strip(".") for suffix in listed):
+        raise ValueError(f"suffixes must be file name endings such as '.md' or 'txt', not {suffixes!r}")
+    return frozenset("." + suffix.lstrip(".").lower() for suffix in listed)
+
+
+def _folder_files(root: Path, suffixes: frozenset[str]) -> Iterable[tuple[Path, str]]:
     """Each file under ``root`` with one of ``suffixes``, sorted, with a reason to skip it or "".
 
     A folder that cannot be listed and a link to a file outside ``root`` are skipped with their
