@@ -7,6 +7,7 @@ here too, since the reading must tell them from words; ``calculator.py`` re-expo
 
 from __future__ import annotations
 
+import decimal
 import math
 import re
 from collections.abc import Callable
@@ -31,7 +32,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "floor": math.floor,
     "ceil": math.ceil,
     "abs": abs,
-    "round": lambda value, digits=None: round(value, _round_digits(digits)),
+    "round": lambda value, digits=None: _round_half_up(value, _round_digits(digits)),
     "min": lambda *values: _smallest_or_largest(min, values),
     "max": lambda *values: _smallest_or_largest(max, values),
     "sum": lambda *values: sum(values),  # sum(140, 65, 38), as models write it
@@ -61,6 +62,64 @@ def _round_digits(digits: Number | None) -> int | None:
     if abs(digits) > MAX_ROUND_DIGITS:
         raise CalculationError(f"round() to more than {MAX_ROUND_DIGITS:,} digits is not supported")
     return digits
+
+
+def _round_half_up(value: Number, digits: int | None) -> Number:
+    """``round`` as a calculator rounds: halves away from zero, on the decimal number as written.
+    Python's rounds halves to even and works on the binary float: round(2.5) was 2, round(0.125, 2)
+    0.12. Like Python's, it gives an int without ``digits``, else a number of ``value``'s type."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return round(value, digits)  # raises as Python's does: inf cannot be an integer
+    exact = decimal.Decimal(repr(value) if isinstance(value, float) else value)
+    places = decimal.Decimal(1).scaleb(-(digits or 0))
+    # Enough digits for the whole result: the integer part's, the decimals kept, the value's own.
+    whole = max(exact.adjusted(), 0) + 1
+    context = decimal.Context(prec=whole + abs(digits or 0) + len(exact.as_tuple().digits) + 2)
+    rounded = exact.quantize(places, rounding=decimal.ROUND_HALF_UP, context=context)
+    if digits is None or isinstance(value, int):
+        return int(rounded)
+    return float(rounded)
+
+
+_PERCENT_SIGN = re.compile(r"%[ \t]*(?:[+-]|\)|\Z)")
+"""A ``%`` with no number after it, or a sign: "200 * 15%", "200 * 15% + 5" (read by Python as
+200*15 % +5, which is 0)."""
+
+
+def percent_sign(text: str) -> CalculationError | None:
+    """An error for a ``%`` written as a percentage, which the calculator would read as the remainder
+    of a division; ``None`` when there is none."""
+    if _PERCENT_SIGN.search(text) is None:
+        return None
+    return CalculationError(
+        f"% is the remainder of a division here (7 % 3 is 1), not a percentage ({text!r}). "
+        "Write a percentage as a fraction: 15 percent of 200 is 15/100*200"
+    )
+
+
+_CURRENCY_SIGNS = {"$": "dollar", "€": "euro", "£": "pound", "¥": "yen", "₹": "rupee"}
+_SIGN_AND_NUMBER = re.compile(r"([$€£¥₹])[ \t]?(\d[\d,]*(?:\.\d+)?|\.\d+)(?![\w.])")
+
+
+def with_currency_words(text: str) -> str:
+    """``$1,500 * 3`` -> ``1,500 dollar * 3``: a currency sign before a number as the unit after it,
+    which ``without_unit`` drops when it is the only unit ("$5 + €3" mixes two)."""
+    return _SIGN_AND_NUMBER.sub(lambda match: f"{match[2]} {_CURRENCY_SIGNS[match[1]]}", text)
+
+
+_DECIMAL_COMMA = re.compile(r"(?<![\w.,])\d+,(?:\d{1,2}|\d{4,})(?![\d,])")
+
+
+def decimal_comma_error(text: str) -> CalculationError | None:
+    """For a list of values that is a number written with a decimal comma ("3,50 * 2"), the error
+    saying so; ``None`` otherwise."""
+    if (match := _DECIMAL_COMMA.search(text)) is None:
+        return None
+    return CalculationError(
+        f"a comma may only separate a function's arguments, as in max(3, 5): {match[0]!r} in {text!r} "
+        f"reads as two values. Write a decimal with a point ({match[0].replace(',', '.')}), and "
+        "thousands as 1,500 or 1500"
+    )
 
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z_]+")
@@ -195,14 +254,31 @@ def operation_words_error(text: str) -> CalculationError | None:
     )
 
 
+_IRREGULAR_PLURALS = {
+    "feet": "foot",
+    "people": "person",
+    "pence": "penny",
+    "lbs": "lb",
+    "hrs": "hr",
+    "yrs": "yr",
+}
+_CASED_UNITS = frozenset({"kb", "mb", "gb", "tb", "pb"})
+"""Data sizes whose case is their meaning: Mb is megabits, MB megabytes."""
+
+
 def _singular(unit: str, units: list[str]) -> str:
     """``unit`` in lower case, as its singular when that is also among ``units`` (years/year,
-    inches/inch); a singular of at least three letters, so "ms" is not the plural of "m"."""
+    inches/inch, centuries/century, feet/foot); a singular of at least three letters, so "ms" is not
+    the plural of "m". A data size keeps its case: "8 Mb + 1 MB" mixes bits and bytes."""
     word, seen = unit.lower(), {u.lower() for u in units}
-    for suffix in ("es", "s"):
+    if word in _CASED_UNITS:
+        return unit
+    if _IRREGULAR_PLURALS.get(word) in seen:
+        return _IRREGULAR_PLURALS[word]
+    for suffix, ending in (("ies", "y"), ("es", ""), ("s", "")):
         stem = word.removesuffix(suffix)
-        if stem != word and len(stem) >= 3 and stem in seen:
-            return stem
+        if stem != word and len(stem + ending) >= 3 and stem + ending in seen:
+            return stem + ending
     return word
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import math
 import operator
-import warnings
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -19,8 +19,11 @@ from explicit_react.tools._calc_text import (
     FUNCTIONS,
     CalculationError,
     Number,
+    decimal_comma_error,
     drop_surplus_closing_parentheses,
     operation_words_error,
+    percent_sign,
+    with_currency_words,
     without_thousands_separators,
     without_unit,
     words_error,
@@ -47,17 +50,29 @@ _UNARY_OPERATORS: dict[type[ast.unaryop], Callable[[Any], Any]] = {
 
 
 def evaluate(expression: str) -> Number:
-    """Compute an arithmetic expression safely; raise CalculationError with a message for the model."""
-    text = expression.strip()
-    if not text:
+    """Compute an arithmetic expression safely; raise CalculationError with a message for the model.
+    An error names the expression as it was written, whatever was read into it before."""
+    written = expression.strip()
+    if not written:
         raise CalculationError("empty expression; give an arithmetic expression such as 2 * (3 + 4)")
-    if len(text) > MAX_EXPRESSION_CHARS:
+    if len(written) > MAX_EXPRESSION_CHARS:
         raise CalculationError(f"expression too long (over {MAX_EXPRESSION_CHARS} characters)")
-    text = without_thousands_separators(drop_surplus_closing_parentheses(text))
+    if percent_sign_error := percent_sign(written):
+        raise percent_sign_error
+    text = without_thousands_separators(with_currency_words(drop_surplus_closing_parentheses(written)))
     try:
-        with warnings.catch_warnings():  # "12in * 3": Python warns of an invalid decimal literal on stderr
-            warnings.simplefilter("ignore", SyntaxWarning)
-            tree = ast.parse(text, mode="eval")
+        return _evaluate(text)
+    except CalculationError as exc:
+        if text == written:
+            raise
+        raise CalculationError(str(exc).replace(repr(text), repr(written))) from None
+
+
+def _evaluate(text: str) -> Number:
+    try:
+        if _NUMBER_INTO_KEYWORD.search(text):  # "12in * 3": ast.parse would warn on stderr, then fail
+            raise SyntaxError("invalid decimal literal")
+        tree = ast.parse(text, mode="eval")
     except SyntaxError as exc:
         if (unitless := without_unit(text)) is not None:
             return _evaluate_unitless(unitless, text)
@@ -74,6 +89,8 @@ def evaluate(expression: str) -> Number:
         if (unitless := without_unit(text)) is not None:
             return _evaluate_unitless(unitless, text)
         raise operation_words_error(text) or words_error(text) or exc from None
+    except _ListOfValues as exc:
+        raise decimal_comma_error(text) or exc from None
     except CalculationError:
         raise
     except ZeroDivisionError:
@@ -86,10 +103,16 @@ def evaluate(expression: str) -> Number:
         raise CalculationError(f"cannot compute {text!r}: {exc}") from None
 
 
+_NUMBER_INTO_KEYWORD = re.compile(r"\d(?:and|else|for|if|in|is|not|or)(?![A-Za-z0-9_])")
+"""A number run into a keyword, which Python's parser warns about (on stderr, before it fails): the
+warning was silenced with ``warnings.catch_warnings``, which changes the process's warning filters
+and, from threads at once, left SyntaxWarnings silenced for the whole program."""
+
+
 def _evaluate_unitless(unitless: str, original: str) -> Number:
     """``unitless`` computed; an error names the ``original`` expression, as the model wrote it."""
     try:
-        return evaluate(unitless)
+        return _evaluate(unitless)
     except CalculationError as exc:
         raise CalculationError(str(exc).replace(repr(unitless), repr(original))) from None
 
@@ -98,10 +121,15 @@ class _UnknownName(CalculationError):
     """A name that is neither a constant nor a function."""
 
 
+class _ListOfValues(CalculationError):
+    """Values separated by commas outside a call: ``1, 2``, or ``3,50`` with a decimal comma."""
+
+
 def format_number(value: Number) -> str:
-    """Render a result compactly: integers exactly, floats to 15 significant digits."""
+    """Render a result compactly: integers exactly, floats to 15 significant digits (a zero without
+    its sign: ``0 / -5`` is 0, not -0)."""
     if isinstance(value, float):
-        return format(value, ".15g")
+        return format(value + 0.0, ".15g")
     return str(value)
 
 
@@ -191,7 +219,9 @@ def _unsupported(node: ast.AST) -> str:
     if isinstance(node, ast.BitXor):
         return "^ is not a power operator here; use ** (e.g. 2 ** 10)"
     if isinstance(node, ast.Tuple):
-        return "a comma may only separate a function's arguments, as in max(3, 5); write one expression"
+        raise _ListOfValues(
+            "a comma may only separate a function's arguments, as in max(3, 5); write one expression"
+        )
     if isinstance(node, ast.Attribute):
         return "attribute access is not allowed"
     return f"unsupported syntax ({kind}); use numbers, + - * / // % **, parentheses and math functions"
