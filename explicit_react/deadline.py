@@ -203,10 +203,14 @@ def _start_daemon(
 ) -> threading.Event:
     """Run ``fn()`` in a daemon thread of the shared pool (in ``context``, by default a copy of the
     caller's); ``done(value, error)`` after. Returns the event to set when the caller gives up on
-    the call (see ``abandoned``)."""
+    the call (see ``abandoned``), which is set too when the call this one runs inside is given up."""
     if context is None:
         context = contextvars.copy_context()
     given_up = GivenUp()
+    # A call inside a call that is given up is given up with it: a time-limited tool call inside a
+    # batch's run when Ctrl-C gives the run up (python_repl then stops its process at once).
+    outer = context.run(_abandoned.get)
+    unlink = outer.call_when_set(given_up.set) if isinstance(outer, GivenUp) else _nothing
     context.run(_abandoned.set, given_up)
 
     def target() -> Callable[[], None]:
@@ -214,6 +218,8 @@ def _start_daemon(
             value = context.run(fn)
         except BaseException as exc:
             return partial(done, None, exc)
+        finally:
+            unlink()
         return partial(done, value, None)
 
     _WORKERS.run(target)
@@ -262,8 +268,8 @@ class DaemonExecutor(Executor):
 
     Used as a context manager it waits, as a ``ThreadPoolExecutor`` does, for the calls submitted
     to end, except when its block is left by Ctrl-C (a ``KeyboardInterrupt``, or any other
-    ``BaseException`` but ``GeneratorExit``), or Ctrl-C comes while it waits: then it waits for
-    nothing. Calls not started are cancelled, those running are given up (``abandoned``) and left
+    ``BaseException``: a ``GeneratorExit`` too, a generator's reader that stopped reading), or Ctrl-C
+    comes while it waits: then it waits for nothing. Calls not started are cancelled, those running are given up (``abandoned``) and left
     to end on their own in their daemon threads, which never keep the process from exiting.
     """
 
@@ -335,7 +341,7 @@ class DaemonExecutor(Executor):
             self._waiting.popleft()[0].cancel()
 
     def __exit__(self, exc_type: Any, exc_val: Any, exc_tb: Any) -> None:
-        if exc_type is not None and not issubclass(exc_type, (Exception, GeneratorExit)):
+        if exc_type is not None and not issubclass(exc_type, Exception):
             self.abandon()
         else:
             self.shutdown(wait=True)

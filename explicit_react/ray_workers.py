@@ -189,10 +189,11 @@ def schedule(
                     idle.append(sent.actor)
         elif waiting and (up := ray.wait(list(waiting), num_returns=1, timeout=grace)[0]):
             join(up)  # every worker that started died: one that was waiting for room takes over
-        else:  # every worker died: the chunks no one can answer fail too
+        else:  # every worker died, and none came up in the grace: the chunks left fail at once
             lost = RuntimeError("no Ray worker left to answer this question")
-            finished[next_chunk] = [failure_record(q, lost) for q in chunks[next_chunk]]
-            next_chunk += 1
+            for left in range(next_chunk, len(chunks)):  # one by one, each waited the grace again
+                finished[left] = [failure_record(q, lost) for q in chunks[left]]
+            next_chunk = len(chunks)
         while next_out in finished:
             yield from finished.pop(next_out)
             next_out += 1

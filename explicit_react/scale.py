@@ -39,7 +39,7 @@ from explicit_react.agent import AgentInput, ExplicitReActAgent
 from explicit_react.errors import ConfigurationError
 from explicit_react.qa import GeneralQAAgent
 from explicit_react.ray_workers import RaySendError
-from explicit_react.records import answer_one, answer_one_qa, failure_record
+from explicit_react.records import answer_one, answer_one_qa, failure_record, qa_failure
 
 __all__ = [
     "AgentFactory",
@@ -72,7 +72,20 @@ async def aanswer_all(
         return await answer_with(question, config)
 
     batch_config: RunnableConfig = {**(config or {}), "max_concurrency": concurrency}
-    return await RunnableLambda(answer, name="answer_one").abatch(questions, batch_config)
+    # An exception here came from outside the run (a callback handler with raise_error=True that
+    # refused the question's chain run): it costs that question its answer, not the others theirs.
+    answers = await RunnableLambda(answer, name="answer_one").abatch(
+        questions, batch_config, return_exceptions=True
+    )
+    return [
+        _failed(agent, question, answer) if isinstance(answer, BaseException) else answer
+        for question, answer in zip(questions, answers, strict=True)
+    ]
+
+
+def _failed(agent: Any, question: AgentInput, exc: BaseException) -> dict[str, Any]:
+    """The record of a question whose answering raised ``exc`` before its run could keep it."""
+    return qa_failure(exc) if isinstance(agent, GeneralQAAgent) else failure_record(question, exc)
 
 
 def _answerer(agent: Any) -> Callable[[Any, RunnableConfig], Awaitable[dict[str, Any]]]:

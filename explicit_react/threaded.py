@@ -5,7 +5,8 @@ waits for the runs in progress (a tool that never returns holds the process). Th
 (LangChain 1.8's code: the outputs in order, the first failure raised unless ``return_exceptions``,
 one input run on the caller's thread, at most ``max_concurrency`` at once, by default
 ``min(32, cpu + 4)``), with ``deadline.DaemonExecutor`` in place of the pool: one Ctrl-C stops the
-batch at once, and the runs in progress are given up.
+batch at once, and the runs in progress are given up; so does leaving a ``batch_as_completed`` loop
+early (a ``break``, or Ctrl-C in its body), where LangChain waits for every run to end.
 """
 
 from __future__ import annotations
@@ -78,6 +79,6 @@ def batch_as_completed(
                 done, futures = wait(futures, return_when=FIRST_COMPLETED)
                 while done:
                     yield done.pop().result()
-        finally:
+        finally:  # the caller left its loop (GeneratorExit): the executor gives up the runs in progress
             for future in futures:
                 future.cancel()
