@@ -5,9 +5,11 @@ being a warning."""
 from __future__ import annotations
 
 import contextlib
+import glob
 import hashlib
 import os
 import tempfile
+import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -51,6 +53,7 @@ def sha256_of(path: Path) -> str:
 def join_parts(parts: Sequence[Path], target: Path, *, progress: bool = False) -> str:
     """Concatenate ``parts`` into ``target`` atomically (temp file, then rename); return its sha256."""
     target.parent.mkdir(parents=True, exist_ok=True)
+    _remove_abandoned(target)
     total = sum(part.stat().st_size for part in parts)
     digest = hashlib.sha256()
     handle, temp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".partial")
@@ -70,6 +73,20 @@ def join_parts(parts: Sequence[Path], target: Path, *, progress: bool = False) -
         Path(temp_name).unlink(missing_ok=True)
         raise
     return digest.hexdigest()
+
+
+ABANDONED_SECONDS = 600
+"""A temporary file not written to for this long was left by a process that was killed."""
+
+
+def _remove_abandoned(target: Path) -> None:
+    """Delete the temporary files of ``target`` that a killed assembly left (SIGTERM, SIGKILL: no
+    cleanup runs), up to 1.1 GB each; one being written now has just been modified, and stays."""
+    now = time.time()
+    for leftover in target.parent.glob(f".{glob.escape(target.name)}.*.partial"):
+        with contextlib.suppress(OSError):
+            if now - leftover.stat().st_mtime > ABANDONED_SECONDS:
+                leftover.unlink()
 
 
 @contextlib.contextmanager

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import platform
+import re
 import signal
 import subprocess
 import sys
@@ -38,6 +39,9 @@ CRASH_SIGNALS = frozenset({"SIGSEGV", "SIGILL", "SIGBUS", "SIGFPE", "SIGABRT"})
 another (the OOM killer's SIGKILL, a supervisor's SIGTERM) says nothing about the build."""
 
 _PROBE_TOKENS = 4
+_OUT_OF_MEMORY = re.compile(r"alloc|out of memory|mem_buffer|cannot allocate", re.IGNORECASE)
+"""What llama.cpp writes before it aborts for want of memory (``GGML_ASSERT(ctx->mem_buffer != NULL)``,
+``std::bad_alloc``): an abort that says nothing about the build, and is not cached."""
 
 
 def reinstall_command(version: str) -> str:
@@ -106,7 +110,9 @@ def check_llama_build(
             return
         write_cache_file(path, json.dumps(verdict, indent=1).encode())
     if not verdict["ok"]:
-        raise ConfigurationError(verdict["message"])
+        raise ConfigurationError(
+            f"{verdict['message']} (this verdict is kept in {path}: delete it to check again)"
+        )
 
 
 def _cached_verdict(path: Path) -> dict[str, Any] | None:
@@ -140,6 +146,12 @@ def _run_probe(command: list[str], identity: Mapping[str, Any], timeout: float) 
     if done.returncode > 0:
         return None
     name = _signal_name(-done.returncode)
+    said = " | ".join(line.strip() for line in done.stderr.strip().splitlines()[-3:])[-600:]
+    if name == "SIGABRT" and _OUT_OF_MEMORY.search(done.stderr):
+        raise ConfigurationError(
+            f"The llama.cpp test generation aborted for lack of memory ({said}); nothing was cached: "
+            "the next run checks again"
+        )
     if name not in CRASH_SIGNALS:
         raise ConfigurationError(
             f"The llama.cpp test generation was killed ({name}) before it finished, perhaps for lack of "
@@ -150,6 +162,8 @@ def _run_probe(command: list[str], identity: Mapping[str, Any], timeout: float) 
         f"CPU: it was probably built for another CPU. Reinstall a portable build: "
         f"{reinstall_command(str(identity['llama_cpp']))}"
     )
+    if said:
+        message += f" (it said: {said})"
     return {"ok": False, "message": message, "signal": name, "identity": dict(identity)}
 
 

