@@ -31,7 +31,7 @@ from langchain_core.utils.input import get_color_mapping
 
 from explicit_react.classic_agent import decision, plan_request, return_key, stopped_request, tool_run_display
 from explicit_react.classic_chain import RUN_KEY, classic_invalid_tool_text
-from explicit_react.classic_chunks import chunks
+from explicit_react.classic_chunks import FinalChunk, chunks
 from explicit_react.classic_tools import echo_call, unknown_tool_call
 from explicit_react.deadline import DeadlineExceeded
 from explicit_react.drivers import Call, Machine, Notify, notify_closed
@@ -180,7 +180,7 @@ class ClassicLoop:
             final[RUN_KEY] = RunInfo(run_id=manager.run_id)
         if output == "invoke":
             return final
-        yield AddableDict(final)
+        yield FinalChunk(final) if output == "iter" else AddableDict(final)  # stream: the classic's type
         return None
 
     # The loop: plan → act → observe, the classic way -------------------------------------
@@ -268,7 +268,8 @@ class ClassicLoop:
     # Act: run one action -----------------------------------------------------------------
     def _parse_error_action(self, exc: OutputParserException) -> AgentAction:
         """The classic ``_Exception`` action for a parse failure; its log is the model's text when the
-        exception carries it (``llm_output``), else ``str(exc)`` as in the classic (never empty)."""
+        exception carries it (``llm_output``, an empty reply's ``""`` too: the scratchpad shows the
+        reply as it was, not LangChain's troubleshooting text), else ``str(exc)`` as in the classic."""
         handler = self.handle_parsing_errors
         if handler is False:
             raise ValueError(
@@ -283,7 +284,8 @@ class ClassicLoop:
             observation = handler
         else:
             observation = handler(exc)
-        return AgentAction("_Exception", observation, exc.llm_output or str(exc))
+        log = exc.llm_output if exc.llm_output is not None else str(exc)
+        return AgentAction("_Exception", observation, log)
 
     def _parse_error(self, exc: OutputParserException, run: _Run) -> Machine[_Acted]:
         action = self._parse_error_action(exc)

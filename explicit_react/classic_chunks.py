@@ -11,6 +11,11 @@ from langchain_core.runnables.utils import AddableDict
 from explicit_react.tool_input import too_deep_text
 
 
+class FinalChunk(AddableDict):
+    """The final outputs of a streamed run, told apart by their type: the keys of an agent's outputs
+    are its own (an agent may finish with ``steps`` or ``actions`` among them)."""
+
+
 def chunks(output: str, *events: AgentAction | AgentStep) -> Iterator[AddableDict]:
     """An ``actions`` or ``steps`` chunk for each event; none for a run whose ``output`` is ``"invoke"``."""
     if output == "invoke":

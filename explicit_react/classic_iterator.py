@@ -24,6 +24,7 @@ from langchain_core.utils.input import get_color_mapping
 
 from explicit_react import drivers
 from explicit_react.classic_chain import RUN_KEY
+from explicit_react.classic_chunks import FinalChunk
 from explicit_react.types import StopReason
 
 if TYPE_CHECKING:
@@ -41,6 +42,16 @@ class AgentExecutorIterator:
     ``run_id`` configure the run, as ``invoke``'s config does; ``include_run_info`` adds ``__run``
     to the final output.
     """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """``make_final_outputs`` is the classic's name, kept for its callers; the run makes its final
+        outputs itself (saving to memory once), so an override would be ignored: refused instead."""
+        super().__init_subclass__(**kwargs)
+        if "make_final_outputs" in vars(cls):
+            raise TypeError(
+                f"{cls.__name__} overrides make_final_outputs, which explicit_react's iterator never calls "
+                "(the executor makes the final outputs): change the outputs after the last chunk instead"
+            )
 
     def __init__(
         self,
@@ -152,6 +163,11 @@ class AgentExecutorIterator:
 
     def _take(self, chunk: AddableDict) -> AddableDict | None:
         """Keep the books for one chunk of the run; the chunk if this iterator shows it."""
+        if isinstance(chunk, FinalChunk):
+            if self.agent_executor.last_stop_reason in _COUNTED_STOPS:
+                self.intermediate_steps.extend(self._pending)
+                self.update_iterations()
+            return AddableDict(chunk)
         if "intermediate_step" in chunk:
             self.intermediate_steps.extend(chunk["intermediate_step"])
             self._pending.clear()
@@ -159,9 +175,4 @@ class AgentExecutorIterator:
             return None if self.yield_actions else chunk
         if "steps" in chunk:
             self._pending.extend((step.action, step.observation) for step in chunk["steps"])
-        if "actions" in chunk or "steps" in chunk:
-            return chunk if self.yield_actions else None
-        if self.agent_executor.last_stop_reason in _COUNTED_STOPS:  # the final output
-            self.intermediate_steps.extend(self._pending)
-            self.update_iterations()
-        return chunk
+        return chunk if self.yield_actions else None  # an actions or steps chunk

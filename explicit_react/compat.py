@@ -198,6 +198,25 @@ def create_react_agent(
 
 
 # -- The executor -----------------------------------------------------------------------------------
+CLASSIC_STEP_METHODS = frozenset(
+    {
+        "_take_next_step",
+        "_atake_next_step",
+        "_iter_next_step",
+        "_aiter_next_step",
+        "_perform_agent_action",
+        "_aperform_agent_action",
+        "_should_continue",
+        "_return",
+        "_areturn",
+        "_get_tool_return",
+        "_prepare_intermediate_steps",
+        "_consume_next_step",
+    }
+)
+"""The classic executor's private steps, which a classic subclass overrides and this executor never calls."""
+
+
 class AgentExecutor(ClassicLoop, ClassicChainAPI, Runnable[dict[str, Any], dict[str, Any]]):
     """Runs an agent runnable with tools until it answers: a drop-in for ``langchain_classic``'s AgentExecutor.
 
@@ -210,6 +229,20 @@ class AgentExecutor(ClassicLoop, ClassicChainAPI, Runnable[dict[str, Any], dict[
     observation (the real names, the closest one); ``classic_unknown_tool=True`` gives the classic
     text instead. The classic ``Chain`` calls (``run``, ``__call__``, ...) come from ``ClassicChainAPI``.
     """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A subclass may not override the classic executor's private steps: this executor never
+        calls them, and an override the run ignored could let through what it means to stop (a
+        ``_perform_agent_action`` that asks a human to approve each call)."""
+        super().__init_subclass__(**kwargs)
+        ignored = sorted(name for name in CLASSIC_STEP_METHODS if name in vars(cls))
+        if ignored:
+            raise TypeError(
+                f"{cls.__name__} overrides {', '.join(ignored)}, which explicit_react's AgentExecutor never "
+                "calls: the override would be ignored. To approve or refuse tool calls, wrap the tools "
+                "(or give the agent only the tools it may call); to stop early, use max_iterations, "
+                "max_execution_time or a callback handler that raises"
+            )
 
     def __init__(
         self,
@@ -257,6 +290,8 @@ class AgentExecutor(ClassicLoop, ClassicChainAPI, Runnable[dict[str, Any], dict[
             )
         if settings.max_iterations is not None and settings.max_iterations < 0:
             raise ValueError("max_iterations must not be negative")
+        if settings.max_execution_time is not None and settings.max_execution_time < 0:
+            raise ValueError("max_execution_time must not be negative")
         self.agent = agent
         self.tools = tools
         check_allowed_tools(agent, self.tools)
