@@ -39,7 +39,10 @@ CRASH_SIGNALS = frozenset({"SIGSEGV", "SIGILL", "SIGBUS", "SIGFPE", "SIGABRT"})
 another (the OOM killer's SIGKILL, a supervisor's SIGTERM) says nothing about the build."""
 
 _PROBE_TOKENS = 4
-_OUT_OF_MEMORY = re.compile(r"alloc|out of memory|mem_buffer|cannot allocate", re.IGNORECASE)
+_OUT_OF_MEMORY = re.compile(
+    r"std::bad_alloc|failed to allocate|out of memory|mem_buffer != NULL|cannot allocate memory",
+    re.IGNORECASE,
+)
 """What llama.cpp writes before it aborts for want of memory (``GGML_ASSERT(ctx->mem_buffer != NULL)``,
 ``std::bad_alloc``): an abort that says nothing about the build, and is not cached."""
 

@@ -47,7 +47,7 @@ class AgentExecutorIterator:
         """``make_final_outputs`` is the classic's name, kept for its callers; the run makes its final
         outputs itself (saving to memory once), so an override would be ignored: refused instead."""
         super().__init_subclass__(**kwargs)
-        if "make_final_outputs" in vars(cls):
+        if cls.make_final_outputs is not AgentExecutorIterator.make_final_outputs:  # a mixin's too
             raise TypeError(
                 f"{cls.__name__} overrides make_final_outputs, which explicit_react's iterator never calls "
                 "(the executor makes the final outputs): change the outputs after the last chunk instead"

@@ -235,7 +235,7 @@ class AgentExecutor(ClassicLoop, ClassicChainAPI, Runnable[dict[str, Any], dict[
         calls them, and an override the run ignored could let through what it means to stop (a
         ``_perform_agent_action`` that asks a human to approve each call)."""
         super().__init_subclass__(**kwargs)
-        ignored = sorted(name for name in CLASSIC_STEP_METHODS if name in vars(cls))
+        ignored = sorted(name for name in CLASSIC_STEP_METHODS if hasattr(cls, name))  # a mixin's too
         if ignored:
             raise TypeError(
                 f"{cls.__name__} overrides {', '.join(ignored)}, which explicit_react's AgentExecutor never "

@@ -23,6 +23,7 @@ import itertools
 import json
 import logging
 import os
+import re
 import struct
 import tempfile
 import threading
@@ -38,6 +39,8 @@ _TOKENS_ONLY = frozenset({"chat_handler", "chat_format", "tokenizer", "draft_mod
 """``Llama`` options that change which tokens are read, not the numbers computed for them."""
 MAX_STATE_FILES = 16
 """The prompt states kept in a folder; the least recently used beyond these are deleted."""
+_STATE_NAME = re.compile(r"[0-9a-f]{32}\.state\Z")
+_TEMPORARY_NAME = re.compile(r"\.[0-9a-f]{32}\.state\..+\.tmp\Z")
 _ABANDONED_SECONDS = 600
 """A temporary file not written to for this long was left by a process that was killed."""
 
@@ -240,14 +243,12 @@ def prune_states(folder: Path, keep: int = MAX_STATE_FILES) -> None:
     build and the settings, so every change of them left one more file, 15 MB or more each."""
     now = time.time()
     used: list[tuple[float, Path]] = []
-    for path in folder.iterdir():
+    for path in folder.iterdir():  # only the files this module writes: the folder may be the user's
         with contextlib.suppress(OSError):
-            changed = path.stat().st_mtime
-            if path.name.startswith(".") and path.suffix == ".tmp":
-                if now - changed > _ABANDONED_SECONDS:
-                    path.unlink(missing_ok=True)
-            elif path.suffix == ".state":
-                used.append((changed, path))
+            if _STATE_NAME.match(path.name):
+                used.append((path.stat().st_mtime, path))
+            elif _TEMPORARY_NAME.match(path.name) and now - path.stat().st_mtime > _ABANDONED_SECONDS:
+                path.unlink(missing_ok=True)
     for _, path in sorted(used, reverse=True)[keep:]:
         with contextlib.suppress(OSError):
             path.unlink(missing_ok=True)

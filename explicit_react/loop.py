@@ -174,12 +174,13 @@ class ReActLoop:
         messages = self.messages(run.question, run.steps, run.context, steps_left)
         completion = yield from model.calls(messages, run.callbacks, run.guard.deadline, run.config)
         run.count(completion.usage)
+        whole = completion.text
         completion, cut = _cut_reply(completion, self.max_reply_chars)
         turn = self.transport.read(completion)
         if run.guard.deadline.expired():
             raise DeadlineExceeded("time ran out while the reply was read")
         if isinstance(turn.decision, FinalAnswer):
-            if cut and _runs_to_the_end(turn.decision, completion.text):
+            if cut and whole[-cut:].strip() and _runs_to_the_end(turn.decision, completion.text):
                 turn = dataclasses.replace(turn, cut=cut)
         elif cut:
             note = "\n".join(filter(None, (turn.note, _cut_note(cut, self.max_reply_chars))))
@@ -368,11 +369,11 @@ _LOOSE_END = " \t\r\n`'\"*_"  # what the parser may strip from an answer's end
 
 
 def _runs_to_the_end(answer: FinalAnswer, text: str) -> bool:
-    """Whether a Final Answer runs to the end of the reply's text as read: then a cut of the reply
-    fell inside it. (A two-phase reply puts its answer first: a cut in the thought after it leaves
+    """Whether a Final Answer runs to the end of the reply's text as read (line ends as the parser
+    reads them): then a cut of the reply that took more than white space fell inside it. (A two-phase reply puts its answer first: a cut in the thought after it leaves
     the answer whole.)"""
     tail = answer.answer.rstrip(_LOOSE_END)[-_ANSWER_TAIL:]
-    return bool(tail) and text.rstrip(_LOOSE_END).endswith(tail)
+    return bool(tail) and text.replace("\r\n", "\n").rstrip(_LOOSE_END).endswith(tail)
 
 
 def _answer_cut_feedback(cut: int, limit: int | None) -> str:

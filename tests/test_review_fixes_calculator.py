@@ -34,7 +34,10 @@ def test_a_percent_sign_as_a_percentage_is_refused_with_how_to_write_it(expressi
     assert "15/100*200" in observation
 
 
-@pytest.mark.parametrize(("expression", "result"), [("7 % 3", "1"), ("7 % (-3)", "-2"), ("(7 % 3) + 1", "2")])
+@pytest.mark.parametrize(
+    ("expression", "result"),
+    [("7 % 3", "1"), ("7 % (-3)", "-2"), ("(7 % 3) + 1", "2"), ("10 % -3", "-2"), ("7%-2", "-1")],
+)
 def test_the_remainder_still_works(expression: str, result: str) -> None:
     assert calculator.invoke(expression) == result
 
@@ -65,6 +68,8 @@ def test_the_warning_filters_are_left_alone_by_calculators_in_threads() -> None:
         ("1 penny + 2 pennies", "3"),
         ("3 years - 2 years", "1"),
         ("1 GB + 2 GB", "3"),
+        ("10 gb + 5 GB", "15"),  # bytes, however written
+        ("1 kB + 1 KB", "2"),
     ],
 )
 def test_a_unit_and_its_plural_are_one_unit(expression: str, result: str) -> None:
@@ -108,6 +113,9 @@ def test_round_of_a_huge_float_is_the_integer() -> None:
         ("-$5 * 2", "-10"),
         ("$5 + 3 dollars", "8"),
         ("£2.50 * 2", "5"),
+        ("max($3, $5)", "5"),  # the comma between arguments is not the number's
+        ("sum($140, $65, $38)", "243"),
+        ("$1,200.50 + $300", "1500.5"),
     ],
 )
 def test_a_currency_sign_is_the_unit_of_its_number(expression: str, result: str) -> None:

@@ -38,6 +38,15 @@ def test_a_subclass_overriding_a_step_the_run_never_calls_is_refused(method: str
         type("Approving", (AgentExecutor,), {method: lambda self, *args, **kwargs: None})
 
 
+def test_an_override_from_a_mixin_is_refused_too() -> None:
+    class Approval:
+        def _perform_agent_action(self, *args: Any, **kwargs: Any) -> Any:
+            raise PermissionError("human said no")
+
+    with pytest.raises(TypeError, match="overrides _perform_agent_action"):
+        type("ViaMixin", (Approval, AgentExecutor), {})
+
+
 def test_a_subclass_overriding_other_methods_is_fine() -> None:
     class Named(AgentExecutor):
         def get_name(self, *args: Any, **kwargs: Any) -> str:
@@ -108,3 +117,13 @@ def test_a_negative_time_limit_is_refused_at_construction(seconds: Any) -> None:
             tools=TOOLS,
             max_execution_time=seconds,
         )
+
+
+def test_an_iterator_override_from_a_mixin_is_refused_too() -> None:
+    class Mixin:
+        def make_final_outputs(self, outputs: Any, run_manager: Any) -> Any:
+            return outputs
+
+    with pytest.raises(TypeError, match="overrides make_final_outputs"):
+        type("ViaMixin", (Mixin, AgentExecutorIterator), {})
+    type("Plain", (AgentExecutorIterator,), {"reset": AgentExecutorIterator.reset})  # others are fine

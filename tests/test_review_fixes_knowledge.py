@@ -119,12 +119,13 @@ def test_chinese_paragraphs_are_cut_at_sentence_ends() -> None:
 
 def test_a_windows_1252_file_is_read_as_such(tmp_path: Path) -> None:
     (tmp_path / "menu.txt").write_bytes("Le café crème coûte 3 euros. « Spécial » – 5 €.".encode("cp1252"))
-    # A UTF-8 file with one stray byte stays UTF-8: its other accents are right.
-    (tmp_path / "notes.md").write_bytes("Le thé vert coûte 2 euros; la crêpe 4 €.".encode() + b" \xff")
+    # A UTF-8 file with one pasted Windows-1252 line keeps its UTF-8: only the bad bytes are read so.
+    utf8 = "Our refund policy — “no questions asked” — costs €5.\n\n"
+    (tmp_path / "notes.md").write_bytes(utf8.encode() + "Menu: thé vert.".encode("cp1252"))
     kb = KnowledgeBaseTool.from_folder(tmp_path)
-    texts = {passage.source: passage.text for passage in kb.passages}
+    texts = {passage.source: passage.text for passage in kb.passages if passage.source == "menu.txt"}
     assert texts["menu.txt"] == "Le café crème coûte 3 euros. « Spécial » – 5 €."
-    assert texts["notes.md"] == "Le thé vert coûte 2 euros; la crêpe 4 €. \ufffd"
+    assert [p.text for p in kb.passages if p.source == "notes.md"] == [utf8.strip(), "Menu: thé vert."]
     assert "[menu.txt]" in kb.invoke("café crème")
 
 

@@ -69,18 +69,22 @@ def test_every_option_that_may_change_the_numbers_is_in_the_state_key(fixed_buil
 
 def test_states_beyond_the_newest_are_deleted_and_abandoned_temporary_files_too(tmp_path: Path) -> None:
     now = time.time()
-    for i in range(20):
-        state = tmp_path / f"{i:02d}.state"
+    names = [f"{i:032x}.state" for i in range(20)]
+    for i, name in enumerate(names):
+        state = tmp_path / name
         state.write_bytes(b"x")
         os.utime(state, (now - 1000 + i, now - 1000 + i))
-    old_tmp, new_tmp = tmp_path / ".a.state.old.tmp", tmp_path / ".a.state.new.tmp"
+    old_tmp, new_tmp = tmp_path / f".{names[0]}.old.tmp", tmp_path / f".{names[1]}.new.tmp"
     old_tmp.write_bytes(b"x")
     new_tmp.write_bytes(b"x")  # another process writing it now
     os.utime(old_tmp, (now - 3600, now - 3600))
-    (tmp_path / "notes.txt").write_text("not ours")
+    foreign = ["notes.txt", "game.state", ".editor.tmp"]  # the folder may be the user's: never touched
+    for name in foreign:
+        (tmp_path / name).write_text("not ours")
+        os.utime(tmp_path / name, (now - 3600, now - 3600))
     llama_cache.prune_states(tmp_path)
     kept = sorted(p.name for p in tmp_path.iterdir())
-    assert kept == [".a.state.new.tmp"] + [f"{i:02d}.state" for i in range(4, 20)] + ["notes.txt"]
+    assert kept == sorted([new_tmp.name, *(names[4:]), *foreign])
 
 
 def test_an_abandoned_assembly_is_removed_by_the_next(tmp_path: Path) -> None:
@@ -122,6 +126,19 @@ def test_an_abort_for_want_of_memory_is_not_cached(identity: dict[str, Any], tmp
     buildcheck.check_llama_build(
         "m.gguf", cache=tmp_path, probe=[sys.executable, "-c", "pass"]
     )  # checked again
+
+
+def test_a_heap_corruption_abort_is_a_crash_and_cached(identity: dict[str, Any], tmp_path: Path) -> None:  # noqa: F811
+    corrupted = [
+        sys.executable,
+        "-c",
+        "import os, signal, sys; sys.stderr.write('malloc(): corrupted top size\\n'); sys.stderr.flush();"
+        " os.kill(os.getpid(), signal.SIGABRT)",
+    ]
+    with pytest.raises(ConfigurationError, match=r"crashed \(SIGABRT\).*malloc\(\): corrupted top size"):
+        buildcheck.check_llama_build("m.gguf", cache=tmp_path, probe=corrupted)
+    with pytest.raises(ConfigurationError, match="crashed"):  # cached: not checked again
+        buildcheck.check_llama_build("m.gguf", cache=tmp_path, probe=[sys.executable, "-c", "pass"])
 
 
 def test_a_cached_crash_names_the_file_to_delete(identity: dict[str, Any], tmp_path: Path) -> None:  # noqa: F811
@@ -209,9 +226,36 @@ def test_an_assembled_file_damaged_on_disk_is_assembled_again(
 
     def load_gguf(file: Any, **options: Any) -> str:
         if Path(file).read_bytes() != b"GGUFbody":
-            raise ConfigurationError(f"gguf:{file}: llama.cpp could not load this file: bad magic")
+            raise ConfigurationError(
+                f"gguf:{file}: llama.cpp could not load this file: Failed to load model from file"
+            )
         return "loaded"
 
     monkeypatch.setattr(models, "load_gguf", load_gguf)
     assert models._load_local("gemma", {}) == "loaded"
     assert path.read_bytes() == b"GGUFbody"
+
+
+def test_an_option_llama_cpp_refuses_is_not_blamed_on_the_weights(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("EXPLICIT_REACT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setitem(models.LOCAL_WEIGHTS, "gemma", make_weights(tmp_path, "gemma", [b"GGUF", b"body"]))
+    monkeypatch.setattr(models, "_require_local_extra", lambda which=None: None)
+    checks: list[bool] = []
+    ensure = models.ensure_local_model
+
+    def counted(which: str, **kwargs: Any) -> Path:
+        checks.append(bool(kwargs.get("verify")))
+        return ensure(which, **kwargs)
+
+    def load_gguf(file: Any, **options: Any) -> str:
+        raise ConfigurationError(
+            f"gguf:{file}: llama.cpp could not load this file: Failed to create llama_context"
+        )
+
+    monkeypatch.setattr(models, "ensure_local_model", counted)
+    monkeypatch.setattr(models, "load_gguf", load_gguf)
+    with pytest.raises(ConfigurationError, match="Failed to create llama_context") as error:
+        models._load_local("gemma", {"n_batch": 0})
+    assert "reinstall" not in str(error.value) and checks == [False]  # no re-hash, no blame

@@ -81,9 +81,9 @@ def _round_half_up(value: Number, digits: int | None) -> Number:
     return float(rounded)
 
 
-_PERCENT_SIGN = re.compile(r"%[ \t]*(?:[+-]|\)|\Z)")
-"""A ``%`` with no number after it, or a sign: "200 * 15%", "200 * 15% + 5" (read by Python as
-200*15 % +5, which is 0)."""
+_PERCENT_SIGN = re.compile(r"%[ \t]*(?:[+-][ \t]|\)|\Z)")
+"""A ``%`` with no number after it, or a sign and a space: "200 * 15%", "200 * 15% + 5" (read by
+Python as 200*15 % +5, which is 0); "10 % -3" is a remainder."""
 
 
 def percent_sign(text: str) -> CalculationError | None:
@@ -98,7 +98,7 @@ def percent_sign(text: str) -> CalculationError | None:
 
 
 _CURRENCY_SIGNS = {"$": "dollar", "€": "euro", "£": "pound", "¥": "yen", "₹": "rupee"}
-_SIGN_AND_NUMBER = re.compile(r"([$€£¥₹])[ \t]?(\d[\d,]*(?:\.\d+)?|\.\d+)(?![\w.])")
+_SIGN_AND_NUMBER = re.compile(r"([$€£¥₹])[ \t]?(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)(?![\w.])")
 
 
 def with_currency_words(text: str) -> str:
@@ -262,17 +262,17 @@ _IRREGULAR_PLURALS = {
     "hrs": "hr",
     "yrs": "yr",
 }
-_CASED_UNITS = frozenset({"kb", "mb", "gb", "tb", "pb"})
-"""Data sizes whose case is their meaning: Mb is megabits, MB megabytes."""
+_DATA_SIZES = frozenset({"kb", "mb", "gb", "tb", "pb"})
+"""Data sizes, bytes as most write them ("GB", "gb", "kB"), bits with a capital and a small b ("Mb")."""
 
 
 def _singular(unit: str, units: list[str]) -> str:
     """``unit`` in lower case, as its singular when that is also among ``units`` (years/year,
     inches/inch, centuries/century, feet/foot); a singular of at least three letters, so "ms" is not
-    the plural of "m". A data size keeps its case: "8 Mb + 1 MB" mixes bits and bytes."""
+    the plural of "m". "8 Mb + 1 MB" mixes megabits and megabytes; "10 gb + 5 GB" does not."""
     word, seen = unit.lower(), {u.lower() for u in units}
-    if word in _CASED_UNITS:
-        return unit
+    if word in _DATA_SIZES:
+        return f"{word} bits" if unit[0].isupper() and unit[-1] == "b" else word
     if _IRREGULAR_PLURALS.get(word) in seen:
         return _IRREGULAR_PLURALS[word]
     for suffix, ending in (("ies", "y"), ("es", ""), ("s", "")):

@@ -182,19 +182,20 @@ def file_text(data: bytes) -> str | None:
 
     A file that starts with a UTF-16 or UTF-32 byte order mark (as Windows tools save "Unicode"
     text) is read in that encoding, any other as UTF-8 without a UTF-8 mark: left in the text, the
-    mark Notepad writes hid the heading on the first line. A file whose bytes are mostly not UTF-8
-    is read as Windows-1252 (``_windows_1252``). Bytes that are not valid in the encoding become
-    U+FFFD. Text holding a NUL character is binary: no text file has one."""
+    mark Notepad writes hid the heading on the first line. Bytes that are not UTF-8 are read as
+    Windows-1252 (``_windows_1252``); any other byte not valid in the encoding becomes U+FFFD. Text holding a NUL character is binary: no text file has one."""
     encoding = next((name for mark, name in _WIDE_MARKS if data.startswith(mark)), "utf-8-sig")
-    text = data.decode(encoding, errors="replace")  # the utf-16/32 codecs read the mark and drop it
-    if encoding == "utf-8-sig" and _windows_1252(data, text):
-        text = data.decode("cp1252", errors="replace")
+    # the utf-16/32 codecs read the mark and drop it
+    text = data.decode(encoding, errors="explicit_react.cp1252" if encoding == "utf-8-sig" else "replace")
     return None if "\x00" in text else text
 
 
-def _windows_1252(data: bytes, utf8: str) -> bool:
-    """Whether a file read as UTF-8 (``utf8``) was rather written in Windows-1252 (Latin-1 with
-    curly quotes), as Windows editors save text: more of its bytes fail as UTF-8 than make valid
-    non-ASCII characters. "Le café" saved so read as "Le caf\ufffd", and "café" was not found."""
-    failed = utf8.count("\ufffd") - data.count("\ufffd".encode())
-    return failed > 0 and failed > sum(1 for c in utf8 if c > "\x7f" and c != "\ufffd")
+def _windows_1252(error: UnicodeError) -> tuple[str, int]:
+    """The bytes UTF-8 could not read, read as Windows-1252 (Latin-1 with curly quotes) instead, as
+    Windows editors save text: "Le café" so saved read as "Le caf\ufffd", and "café" was never found.
+    Only the bad bytes: a UTF-8 file with one pasted Windows-1252 line keeps the rest as it is."""
+    assert isinstance(error, UnicodeDecodeError)
+    return error.object[error.start : error.end].decode("cp1252", errors="replace"), error.end
+
+
+codecs.register_error("explicit_react.cp1252", _windows_1252)
