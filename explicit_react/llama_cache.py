@@ -39,8 +39,8 @@ _TOKENS_ONLY = frozenset({"chat_handler", "chat_format", "tokenizer", "draft_mod
 """``Llama`` options that change which tokens are read, not the numbers computed for them."""
 MAX_STATE_FILES = 16
 """The prompt states kept in a folder; the least recently used beyond these are deleted."""
-_STATE_NAME = re.compile(r"[0-9a-f]{32}\.state\Z")
-_TEMPORARY_NAME = re.compile(r"\.[0-9a-f]{32}\.state\..+\.tmp\Z")
+_STATE_NAME = re.compile(r"[0-9a-f]{32}-[0-9a-f]{16}\.state\Z")
+_TEMPORARY_NAME = re.compile(r"\.[0-9a-f]{32}-[0-9a-f]{16}\.state\..+\.tmp\Z")
 _ABANDONED_SECONDS = 600
 """A temporary file not written to for this long was left by a process that was killed."""
 
@@ -150,6 +150,8 @@ class AlignedLlama(llama_cpp.Llama):
         """Set up the cache for a new prompt: whether a saved state was restored, and how many of the
         prompt's leading tokens to save once it is read (0: none)."""
         first = not hasattr(self, "_last_prompt")
+        if first and self.state_file is not None:
+            self.state_file = state_slot(self.state_file, tokens[: self.n_batch])
         saved = self._restore_state() if first and self.state_file is not None else []
         # What is still cached of the last prompt (none after reset()), cut to whole blocks;
         # Llama.generate then reuses exactly the first n_tokens cached tokens, which match `tokens`.
@@ -237,6 +239,14 @@ class AlignedLlama(llama_cpp.Llama):
             self.state_file = None
 
 
+def state_slot(keyed: Path, first_block: Sequence[int]) -> Path:
+    """The state file of the prompts that start with ``first_block`` (their first ``n_batch``
+    tokens: the system prompt and the tools' list): one per tool set, so two tool sets used in turn
+    each keep theirs (with one file per model and settings, each process overwrote the other's)."""
+    block = hashlib.sha256(struct.pack(f"<{len(first_block)}i", *first_block)).hexdigest()[:16]
+    return keyed.with_name(f"{keyed.stem}-{block}.state")
+
+
 def prune_states(folder: Path, keep: int = MAX_STATE_FILES) -> None:
     """Delete all but the ``keep`` most recently used state files of ``folder`` (a restore marks a
     file used), and temporary files a killed process left: a state is keyed by the model file, the
@@ -289,7 +299,8 @@ def state_file(
     folder: Path, model_path: str, settings: Mapping[str, Any], model_kwargs: Mapping[str, Any]
 ) -> Path:
     """The prompt-state file in ``folder`` for this model file, llama.cpp build, CPU and context
-    settings: a state is only ever loaded by the build and settings that computed it."""
+    settings: a state is only ever loaded by the build and settings that computed it. The first
+    prompt picks its slot of it (``state_slot``)."""
     from explicit_react.buildcheck import build_identity
 
     identity = {

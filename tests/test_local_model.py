@@ -485,3 +485,21 @@ def test_the_real_model_follows_a_tool_schema_with_defs_inside_a_property(gemma:
     assert reply.invalid_tool_calls == [], reply  # type: ignore[attr-defined]
     [call] = reply.tool_calls  # type: ignore[attr-defined]
     assert call["args"] in ({"kind": "red"}, {"kind": "green"})
+
+
+def test_two_tool_sets_used_in_turn_each_keep_their_saved_prompt(tmp_path: Any) -> None:
+    """One state file per model and settings: a process with other tools overwrote it, and the next
+    process with the first tools read its whole prompt again. Each first block now has its slot."""
+    from langchain_core.messages import HumanMessage, SystemMessage
+
+    tools_a = SystemMessage("Tools: search, calculator. Answer questions about numbers. " * 4)
+    tools_b = SystemMessage("Tools: calculator only. Reply in one short sentence, always. " * 4)
+
+    def first_call(system: Any) -> int:
+        model = models.load_model("local:gemma", prompt_state_dir=str(tmp_path), **QUESTION_SETTINGS)
+        reply = model.invoke([system, HumanMessage("What is 3 + 5?")])
+        return int((reply.usage_metadata or {}).get("input_token_details", {}).get("cache_read", 0))
+
+    assert [first_call(tools_a), first_call(tools_b)] == [0, 0]  # nothing saved yet
+    assert first_call(tools_a) >= 32 and first_call(tools_b) >= 32  # each from its own file
+    assert len(list(tmp_path.glob("*.state"))) == 2

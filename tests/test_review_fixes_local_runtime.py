@@ -69,7 +69,7 @@ def test_every_option_that_may_change_the_numbers_is_in_the_state_key(fixed_buil
 
 def test_states_beyond_the_newest_are_deleted_and_abandoned_temporary_files_too(tmp_path: Path) -> None:
     now = time.time()
-    names = [f"{i:032x}.state" for i in range(20)]
+    names = [f"{i:032x}-{i:016x}.state" for i in range(20)]
     for i, name in enumerate(names):
         state = tmp_path / name
         state.write_bytes(b"x")
@@ -78,7 +78,12 @@ def test_states_beyond_the_newest_are_deleted_and_abandoned_temporary_files_too(
     old_tmp.write_bytes(b"x")
     new_tmp.write_bytes(b"x")  # another process writing it now
     os.utime(old_tmp, (now - 3600, now - 3600))
-    foreign = ["notes.txt", "game.state", ".editor.tmp"]  # the folder may be the user's: never touched
+    foreign = [
+        "notes.txt",
+        "game.state",
+        ".editor.tmp",
+        f"{0:032x}.state",
+    ]  # the folder may be the user's: never touched
     for name in foreign:
         (tmp_path / name).write_text("not ours")
         os.utime(tmp_path / name, (now - 3600, now - 3600))
