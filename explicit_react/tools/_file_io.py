@@ -66,6 +66,7 @@ def replace_with(real: Path, data: bytes, existing: os.stat_result | None) -> No
                 if (existing.st_uid, existing.st_gid) != (os.geteuid(), os.getegid()):
                     with contextlib.suppress(OSError):  # only root may give a file away
                         os.fchown(descriptor, existing.st_uid, existing.st_gid)
+                _copy_extended_attributes(real, descriptor)
                 os.fchmod(descriptor, stat.S_IMODE(existing.st_mode))  # after fchown, which clears setuid
             os.fsync(descriptor)
         finally:
@@ -76,6 +77,31 @@ def replace_with(real: Path, data: bytes, existing: os.stat_result | None) -> No
             os.unlink(temporary)
         raise
     _sync_folder(real.parent)
+
+
+_ACCESS_LISTS = ("system.posix_acl_access", "system.nfs4_acl", "system.richacl")
+"""Extended attributes that grant or deny access: a copy that loses one may widen who can read."""
+
+
+def _copy_extended_attributes(real: Path, descriptor: int) -> None:
+    """Give the new file the extended attributes of the one it replaces: its POSIX ACL above all
+    (the mode's group bits are then the ACL's mask, so a file rewritten without its ACL let its owning
+    group read what the ACL denied it), then its other attributes where allowed. An access list that
+    cannot be copied refuses the write: access must not widen."""
+    if not hasattr(os, "listxattr"):
+        return
+    try:
+        names = os.listxattr(real)
+    except OSError:  # a file system without extended attributes
+        return
+    for name in names:
+        try:
+            os.setxattr(descriptor, name, os.getxattr(real, name))
+        except OSError as error:
+            if name in _ACCESS_LISTS:
+                raise OSError(
+                    error.errno, f"cannot keep the file's access list ({name}): {error.strerror}"
+                ) from error
 
 
 def _sync_folder(folder: Path) -> None:

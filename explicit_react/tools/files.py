@@ -25,6 +25,7 @@ import re2
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, Field
 
+from explicit_react.deadline import abandoned
 from explicit_react.tools._errors import FileText, Text, tool_error, validation_error_observation
 from explicit_react.tools._file_io import (
     decoded,
@@ -82,19 +83,38 @@ class Workspace:
         return real.relative_to(self.root).as_posix() or "."
 
     def files_under(self, start: Path) -> Iterator[Path]:
-        """Every regular file under ``start`` (itself, if a file) that resolves inside the root."""
+        """Every regular file under ``start`` (itself, if a file) that resolves inside the root, in
+        name order, folders depth first. A folder walked with a stack of its own, not ``os.walk``
+        (recursive in Python 3.11: a tree 1,000 folders deep raised ``RecursionError``); one that
+        cannot be listed or searched is skipped, not the whole search; and the walk stops once the
+        agent gives up on the call (``deadline.abandoned``), not after the whole tree."""
         if start.is_file():
             yield start
             return
-        for directory, subdirectories, names in os.walk(start):  # does not follow directory symlinks
-            subdirectories[:] = sorted(d for d in subdirectories if d not in SKIPPED_DIRECTORIES)
-            for name in sorted(names):
+        given_up = abandoned()
+        folders = [start]
+        while folders:
+            if given_up is not None and given_up.is_set():
+                return
+            folder = folders.pop()
+            try:
+                with os.scandir(folder) as listing:
+                    entries = sorted(listing, key=lambda entry: entry.name)
+            except OSError:
+                continue
+            subfolders = []
+            for entry in entries:
                 try:
-                    real = (Path(directory) / name).resolve()
-                except (RuntimeError, OSError):  # a symlink loop: not a file, skipped
+                    if entry.is_dir(follow_symlinks=False):  # a folder link is not followed
+                        if entry.name not in SKIPPED_DIRECTORIES:
+                            subfolders.append(Path(entry.path))
+                        continue
+                    real = Path(entry.path).resolve()
+                    if real.is_relative_to(self.root) and real.is_file():
+                        yield Path(entry.path)
+                except (RuntimeError, OSError):  # a symlink loop, a folder that cannot be searched
                     continue
-                if real.is_relative_to(self.root) and real.is_file():
-                    yield Path(directory) / name
+            folders += reversed(subfolders)  # as os.walk goes: this folder's files, then each folder in order
 
     # The tools. Each returns the observation text or raises an ``Error:`` ToolException.
 
@@ -135,11 +155,18 @@ class Workspace:
             raise tool_error(f"pattern too long ({len(pattern):,} characters, at most {MAX_PATTERN_CHARS:,})")
         matcher = _linear_time_regex(pattern, literal=not is_regex)
         start = self._existing(path)
+        if not start.is_dir() and (reason := _unsearchable(start)) is not None:
+            raise tool_error(f"{path!r} {reason}; read_file shows it")
+        given_up = abandoned()
         matches: list[str] = []
+        skipped = 0
         for file in self.files_under(start):
             data = _searchable_bytes(file)
             if data is None:
+                skipped += 1
                 continue
+            if given_up is not None and given_up.is_set():
+                break
             text = decoded(data)
             utf8 = text.isascii() or not has_surrogates(text)
             for number, line in enumerate(text_lines(text), start=1):
@@ -150,10 +177,15 @@ class Workspace:
                         matches.append(f"[... more than {MAX_MATCHES} matches; narrow the pattern or path]")
                         return "\n".join(matches)
                     matches.append(f"{self.relative(file)}:{number}: {_clip_line(line.strip())}")
-        return "\n".join(matches) if matches else f"No matches for {pattern!r} in {path}."
+        note = f" ({skipped} files skipped: binary, over {MAX_SEARCHED_FILE_BYTES:,} bytes, or unreadable)"
+        if matches:
+            return "\n".join(matches)
+        return f"No matches for {pattern!r} in {path}{note if skipped else ''}."
 
     def search_files(self, glob: str = "*", dir: str = ".") -> str:
         """Files whose name (or path relative to the root) matches ``glob``."""
+        if len(glob) > MAX_PATTERN_CHARS:
+            raise tool_error(f"glob too long ({len(glob):,} characters, at most {MAX_PATTERN_CHARS:,})")
         start = self._existing(dir)
         if not start.is_dir():
             raise tool_error(f"{dir!r} is not a directory")
@@ -190,6 +222,8 @@ class Workspace:
         real = self._existing_file(path)
         if not old:
             raise tool_error("`old` is empty; copy the exact text to replace from read_file")
+        if len(new) > MAX_WRITTEN_CHARS:
+            raise tool_error(f"`new` too long ({len(new):,} characters, at most {MAX_WRITTEN_CHARS:,})")
         with open_regular(real, os.O_RDWR) as handle:
             data = handle.read(MAX_EDITED_FILE_BYTES + 1)
             if len(data) > MAX_EDITED_FILE_BYTES:
@@ -197,10 +231,16 @@ class Workspace:
             if b"\x00" in data:
                 raise tool_error(f"{path!r} is a binary file")
             text = decoded(data)
-            if "\r\n" in text and "\r\n" not in old and old not in text:
-                old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")  # as read_file showed it
+            if "\r\n" in text:  # a CRLF file: the lines put in end as its own do (read_file shows no CR)
+                new = new.replace("\r\n", "\n").replace("\n", "\r\n")
+                if old not in text:
+                    old = old.replace("\r\n", "\n").replace("\n", "\r\n")
             self._check_once(real, text, old)
             replaced = encoded(text.replace(old, new, 1))
+            if len(replaced) > MAX_EDITED_FILE_BYTES:
+                raise tool_error(
+                    f"the edit would make {path!r} too large (over {MAX_EDITED_FILE_BYTES:,} bytes)"
+                )
             existing = os.fstat(handle.fileno())
         replace_with(real, replaced, existing)
         return f"Edited {self.relative(real)} (1 replacement)."
@@ -259,6 +299,20 @@ def _places(text: str, old: str) -> int:
         count += 1
         start = text.find(old, start + 1)
     return count
+
+
+def _unsearchable(path: Path) -> str | None:
+    """Why grep skips ``path``, or ``None`` when it searches it."""
+    try:
+        with open_regular(path, os.O_RDONLY) as handle:
+            data: bytes = handle.read(MAX_SEARCHED_FILE_BYTES + 1)
+    except ToolException as error:  # not a regular file
+        return str(error).removeprefix("Error: ").removeprefix(f"{path.name!r} ")
+    except OSError as error:
+        return f"cannot be read ({error.strerror or error})"
+    if len(data) > MAX_SEARCHED_FILE_BYTES:
+        return f"is over {MAX_SEARCHED_FILE_BYTES:,} bytes, more than grep searches"
+    return "is a binary file" if b"\x00" in data else None
 
 
 def _searchable_bytes(path: Path) -> bytes | None:
