@@ -24,6 +24,7 @@ as an ``AIMessage`` too when the input was a ``MessagesState``, so a graph can a
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -34,7 +35,7 @@ from langchain_core.prompt_values import PromptValue
 
 from explicit_react.errors import ConfigurationError
 from explicit_react.types import AgentResult
-from explicit_react.untrusted import PROTOCOL_LABELS, mark_lines
+from explicit_react.untrusted import INVISIBLE, PROTOCOL_LABELS, mark_lines
 
 _ROLES = {
     "human": "User",
@@ -48,6 +49,9 @@ _ROLES = {
 """Message types and chat roles, as the conversation in the prompt names them."""
 _SECTIONS = ("Context", "Documents", "Conversation so far")
 """The headings the prompt's context is written under."""
+_NOT_SPEAKERS = frozenset(label.casefold() for label in (*PROTOCOL_LABELS, *_SECTIONS))
+"""What a turn's role may not be: shown as ``Final Answer: ...`` a client's turn forged a step."""
+_SHOWS_NOTHING = re.compile(f"[{INVISIBLE}]")
 
 
 @dataclass(frozen=True)
@@ -114,9 +118,9 @@ def read_context(context: Any) -> Context:
             turns.append((_speaker(item.type), item.text.strip() or _called(calls)))
         elif _is_pair(item):
             turns.append((_speaker(item[0]), _text(item[1]).strip()))
-        elif isinstance(item, Mapping) and "role" in item and "content" in item:
-            said = _text(item["content"]).strip() or _called(item.get("tool_calls"))
-            turns.append((_speaker(item["role"]), said))
+        elif isinstance(item, Mapping) and _is_turn(item):
+            said = _text(item.get("content")).strip() or _called(item.get("tool_calls"))
+            turns.append((_speaker(item["role"] if "role" in item else item["type"]), said))
         elif isinstance(item, (tuple, list)) and len(item) == 2 and isinstance(item[0], str):
             raise ConfigurationError(
                 f"a (role, content) pair in the context needs one of the roles {', '.join(_ROLES)}; got {item[0]!r}"
@@ -133,10 +137,22 @@ def format_context(context: Any) -> str:
     return read_context(context).render()
 
 
+def _is_turn(item: Mapping[str, Any]) -> bool:
+    """Whether a dict is a chat turn: OpenAI's ``{"role", "content"}`` (an assistant turn that only
+    called tools may leave ``content`` out), or LangChain's ``{"type": "human", "content"}``, which
+    ``convert_to_messages`` reads: read as a document, its speaker was lost."""
+    if "role" in item:
+        return "content" in item or "tool_calls" in item
+    kind = item.get("type")
+    return (
+        isinstance(kind, str) and kind.lower() in _ROLES and "content" in item and "page_content" not in item
+    )
+
+
 def _document(item: Any) -> ContextDocument:
     if isinstance(item, Mapping):
         content = item.get("content")
-        if content is None:  # {"content": None, "page_content": "..."}: the text is in page_content
+        if not content and item.get("page_content"):  # {"content": None or "", "page_content": "..."}
             content = item.get("page_content")
         metadata = _metadata(item.get("metadata"))
         source = item.get("source")
@@ -176,7 +192,12 @@ def _speaker(role: Any) -> str:
         raise ConfigurationError(
             f"a chat turn's role must be a non-empty string such as 'user' or 'assistant'; got {role!r}"
         )
-    role = " ".join(role.split())
+    role = " ".join(_SHOWS_NOTHING.sub("", role).split())  # "user\u200b" is User, not a look-alike
+    if role.casefold() in _NOT_SPEAKERS:
+        raise ConfigurationError(
+            f"a chat turn's role may not be a label of the prompt ({role!r}): shown as a speaker, it would "
+            "read as a step of the run or a heading"
+        )
     return _ROLES.get(role.lower(), role.capitalize())
 
 

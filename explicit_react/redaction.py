@@ -14,7 +14,7 @@ import time
 from collections.abc import Mapping
 from math import inf
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, quote_plus
 
 REDACTED = "[redacted]"
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)
@@ -68,10 +68,14 @@ def _forms(value: str) -> set[str]:
     """The ways a value can appear in text: as it is, stripped, escaped inside a JSON string (a
     tool's dict shown as JSON writes a password's quote or backslash as \\" or \\\\), escaped
     twice (a JSON string inside a JSON document), inside a Python string's repr, and URL-encoded (an
-    HTTP error repeats the request's query)."""
+    HTTP error repeats the request's query) the ways clients encode: every reserved character, or
+    all but ``/`` (``urllib.parse.quote``'s default, yarl's), spaces as ``+``, hex digits in either case."""
     forms = {value, value.strip()}
     once = _json_escaped(forms)
-    quoted = {repr(form)[1:-1] for form in forms} | {quote(form, safe="") for form in forms}
+    encoded = {quote(form, safe="") for form in forms} | {quote(form) for form in forms}
+    encoded |= {quote_plus(form) for form in forms}
+    encoded |= {re.sub(r"%[0-9A-F]{2}", lambda m: m[0].lower(), form) for form in encoded}
+    quoted = {repr(form)[1:-1] for form in forms} | encoded
     return forms | once | _json_escaped(once) | quoted
 
 

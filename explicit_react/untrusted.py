@@ -4,8 +4,9 @@ The prompt shows the run as lines that start with a label (``Question:``, ``Thou
 ``Action:``, ``Action Input:``, ``Observation:``, ``Final Answer:``) and the context as ``[n]``
 documents and ``Speaker:`` turns. A document or a tool's output can hold such lines too; shown as
 they are, they would read as a step the agent took, an answer it gave, or a turn someone said. So
-a line of outside text that starts with one of them (after white space, and markdown's ``*``,
-``_``, ``#``, ``` ` ``` or ``~``, in any case) gets ``> `` in front, the way a quoted line is
+a line of outside text that starts with one of them (after white space, markdown's ``*``, ``_``,
+``#``, ``` ` ``` or ``~``, a list item's number or bullet, and characters that show nothing, in any
+case) gets ``> `` in front, the way a quoted line is
 written. Every other line is left exactly as it is: ordinary text renders byte for byte the same.
 """
 
@@ -26,12 +27,22 @@ MARK = "> "
 
 # Every line break str.splitlines() knows: a model's tokenizer may read any of them as one.
 _BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
-_INVISIBLE = "\u200b-\u200d\u2060\ufeff"  # zero-width spaces and joiners
+INVISIBLE = (
+    "\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb\U000e0000-\U000e0fff"
+)
+"""A character class body of the characters that show nothing: format characters (zero-width
+spaces and joiners, direction marks and isolates, the soft hyphen, tags), variation selectors and
+blank fillers. Before a label they hide nothing from a tokenizer, so they must not hide it from
+the marking either."""
+# A list item's number or bullet may stand before a label ("2. Final Answer:", "- Observation:"):
+# the web search numbers its results, and the parser reads such a line as the label.
+_LIST_ITEM = r"\d{1,3}[.)]|[-+\u2022\u2023\u25e6\u00b7]"
 # One starred union each (no two stars side by side): a long run of spaces is read once, not per split.
-_LEAD = rf"(?:[^\S{_BREAKS}]|[*_#`~{_INVISIBLE}])*"
+_LEAD = rf"(?:[^\S{_BREAKS}]|[*_#`~{INVISIBLE}]|{_LIST_ITEM})*"
 # A number may stand before the colon ("Observation 2:", which the agent itself reads as an
 # observation: llm.cut_invented_observation), and the colon may be a full-width one.
-_COLON = rf"(?:[^\S{_BREAKS}]|[*_`~{_INVISIBLE}])*(?:\d+(?:[^\S{_BREAKS}])*)?[:\uff1a]"
+_COLON = rf"(?:[^\S{_BREAKS}]|[*_`~{INVISIBLE}])*(?:\d+(?:[^\S{_BREAKS}])*)?[:\uff1a]"
 _DOCUMENT_MARKER = r"\[[ \t]*\d+[ \t]*\]"
 
 
