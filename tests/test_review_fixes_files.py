@@ -146,13 +146,19 @@ def test_a_folder_that_cannot_be_searched_is_skipped_as_root_too(
 
 
 def test_a_very_deep_tree_is_searched_without_recursion(tmp_path: Path) -> None:
-    deep = tmp_path
-    for _ in range(1200):  # one level at a time: mkdir(parents=True) recurses too
-        deep = deep / "d"
-        deep.mkdir()
-    (deep / "needle.txt").write_text("needle\n")
-    assert tools(tmp_path)["grep"].invoke({"pattern": "needle"}).endswith("needle.txt:1: needle")
-    assert tools(tmp_path)["search_files"].invoke({"glob": "needle.txt"}).endswith("/needle.txt")
+    levels = [tmp_path / "d"]
+    for _ in range(1199):  # one level at a time: mkdir(parents=True) recurses too
+        levels.append(levels[-1] / "d")
+    for level in levels:
+        level.mkdir()
+    (levels[-1] / "needle.txt").write_text("needle\n")
+    try:
+        assert tools(tmp_path)["grep"].invoke({"pattern": "needle"}).endswith("needle.txt:1: needle")
+        assert tools(tmp_path)["search_files"].invoke({"glob": "needle.txt"}).endswith("/needle.txt")
+    finally:  # bottom up: shutil.rmtree recurses too, and pytest's cleanup of old tmp folders failed on it
+        (levels[-1] / "needle.txt").unlink()
+        for level in reversed(levels):
+            level.rmdir()
 
 
 def test_grep_says_why_it_skipped_the_file_it_was_given(tmp_path: Path) -> None:

@@ -167,7 +167,12 @@ def bwrap_command(
     command += _system_view(executable, allow_network=allow_network)
     command += ["--dev", "/dev", "--proc", "/proc"]
     command += ["--perms", "1777", "--size", str(TMPFS_BYTES), "--tmpfs", "/tmp"]  # as a /tmp is
-    command += ["--bind", str(workdir), str(workdir), "--remount-ro", "/", "--chdir", str(workdir), "--"]
+    # /dev is a tmpfs of bubblewrap's, writable by an agent that is not root, and with no size: its
+    # /dev/shm held 640 MB past a 512 MB limit. A capped /dev/shm, and /dev read-only (its devices
+    # still work: writing to /dev/null is no write to the file system).
+    command += ["--perms", "1777", "--size", str(TMPFS_BYTES), "--tmpfs", "/dev/shm"]
+    command += ["--bind", str(workdir), str(workdir), "--remount-ro", "/", "--remount-ro", "/dev"]
+    command += ["--chdir", str(workdir), "--"]
     if as_root():
         command += [setpriv, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
         command += ["--inh-caps=-all", "--bounding-set=-all", "--no-new-privs"]
@@ -286,12 +291,13 @@ class Cgroup:
         name = f"explicit_react_{uuid.uuid4().hex[:12]}"
         own = _own_cgroups()
         if "" in own and (CGROUP_ROOT / "cgroup.controllers").exists():
-            limits = {"memory.max": memory_bytes, "memory.swap.max": 0, "pids.max": max_processes}
+            # bubblewrap's own two processes are in the cgroup too: max_processes is the code's
+            limits = {"memory.max": memory_bytes, "memory.swap.max": 0, "pids.max": max_processes + 2}
             return cls._make([CGROUP_ROOT / own[""].lstrip("/") / name], limits, 2)
         if "memory" in own and "pids" in own:
             memory = CGROUP_ROOT / "memory" / own["memory"].lstrip("/") / name
             pids = CGROUP_ROOT / "pids" / own["pids"].lstrip("/") / name
-            limits = {"memory.limit_in_bytes": memory_bytes, "pids.max": max_processes}
+            limits = {"memory.limit_in_bytes": memory_bytes, "pids.max": max_processes + 2}
             return cls._make([memory, pids], limits, 1)
         return None
 
@@ -344,7 +350,10 @@ class Cgroup:
             if self.version == 2:
                 events = (self.directories[0] / "memory.events").read_text().split()
                 return int(events[events.index("oom_kill") + 1]) > 0
-            return int((self.directories[0] / "memory.failcnt").read_text()) > 0
+            if int((self.directories[0] / "memory.failcnt").read_text()) > 0:
+                return True
+            control = (self.directories[0] / "memory.oom_control").read_text().split()
+            return "oom_kill" in control and int(control[control.index("oom_kill") + 1]) > 0
         return False
 
     def kill(self) -> None:

@@ -26,12 +26,16 @@ class Architecture:
     add_key: int
     request_key: int
     keyctl: int
+    socket: int
+    shmget: int
     foreign_from: int | None = None
 
 
 ARCHITECTURES = {
-    "x86_64": Architecture(0xC000003E, add_key=248, request_key=249, keyctl=250, foreign_from=0x40000000),
-    "aarch64": Architecture(0xC00000B7, add_key=217, request_key=218, keyctl=219),
+    "x86_64": Architecture(
+        0xC000003E, add_key=248, request_key=249, keyctl=250, socket=41, shmget=29, foreign_from=0x40000000
+    ),
+    "aarch64": Architecture(0xC00000B7, add_key=217, request_key=218, keyctl=219, socket=198, shmget=194),
 }
 """The machines (``os.uname().machine``) the keyring filter is written for (linux/audit.h and the
 kernel's system-call tables). Elsewhere there is no filter, and ``Support`` says so."""
@@ -47,6 +51,8 @@ def architecture(machine: str | None = None) -> Architecture | None:
 
 
 KEYCTL_JOIN_SESSION_KEYRING = 1
+AF_VSOCK = 40
+"""The address family of virtual-machine sockets, which a network namespace does not isolate."""
 _SECCOMP_RET_KILL_PROCESS, _SECCOMP_RET_ERRNO, _SECCOMP_RET_ALLOW = 0x80000000, 0x00050000, 0x7FFF0000
 _BPF_LD_W_ABS, _BPF_JEQ_K, _BPF_JGE_K, _BPF_RET_K = 0x20, 0x15, 0x35, 0x06  # linux/filter.h
 _NR, _ARCH, _ARGS = 0, 4, 16  # offsets in struct seccomp_data; each argument is 8 bytes
@@ -62,7 +68,11 @@ def keyring_filter(machine: str | None = None) -> bytes | None:
     user keyring of its user with every other call. So ``add_key``, ``request_key`` and ``keyctl``
     fail with ``EPERM``, as in Docker's default profile; only ``keyctl(KEYCTL_JOIN_SESSION_KEYRING,
     NULL)`` is let through, with which the child leaves the agent's session keyring for a new, empty
-    one (``_python_child.py`` does so first). Every other system call is allowed. A call through
+    one (``_python_child.py`` does so first). Two more things a namespace does not hold: a
+    ``socket(AF_VSOCK, ...)`` fails with ``EAFNOSUPPORT`` (vsock reaches the host of a virtual
+    machine, a WSL2 or Firecracker one, whatever the network namespace), and ``shmget`` with
+    ``EPERM`` (System V shared memory is no process's memory: without a cgroup, four 300 MB segments
+    got round a 512 MB limit). Every other system call is allowed. A call through
     another system-call table (x32 on x86_64, or a 32-bit program) kills the process: its numbers
     mean other calls, nothing this sandbox runs makes one, and it is a known way around filters
     that only read the number."""
@@ -76,6 +86,8 @@ def keyring_filter(machine: str | None = None) -> bytes | None:
         *([(_BPF_JGE_K, "kill", None, arch.foreign_from)] if arch.foreign_from else []),
         (_BPF_JEQ_K, "deny", None, arch.add_key),
         (_BPF_JEQ_K, "deny", None, arch.request_key),
+        (_BPF_JEQ_K, "deny", None, arch.shmget),
+        (_BPF_JEQ_K, "socket", None, arch.socket),
         (_BPF_JEQ_K, None, "allow", arch.keyctl),
         (_BPF_LD_W_ABS, None, None, _ARGS),  # keyctl's operation: an int, the low half is what counts
         (_BPF_JEQ_K, None, "deny", KEYCTL_JOIN_SESSION_KEYRING),
@@ -84,12 +96,18 @@ def keyring_filter(machine: str | None = None) -> bytes | None:
         (_BPF_LD_W_ABS, None, None, _ARGS + 12),
         (_BPF_JEQ_K, "allow", "deny", 0),
     ]
+    socket_at = len(body)
+    body += [
+        (_BPF_LD_W_ABS, None, None, _ARGS),  # socket's domain: an int, the low half is what counts
+        (_BPF_JEQ_K, "no_vsock", "allow", AF_VSOCK),
+    ]
     returns = {
         "allow": _SECCOMP_RET_ALLOW,
         "deny": _SECCOMP_RET_ERRNO | errno.EPERM,
         "kill": _SECCOMP_RET_KILL_PROCESS,
+        "no_vsock": _SECCOMP_RET_ERRNO | errno.EAFNOSUPPORT,
     }
-    where = {label: len(body) + index for index, label in enumerate(returns)}
+    where = {label: len(body) + index for index, label in enumerate(returns)} | {"socket": socket_at}
 
     def jump(at: int, label: str | None) -> int:  # classic BPF jumps forward, from the next instruction
         return 0 if label is None else where[label] - at - 1

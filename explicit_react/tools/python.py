@@ -29,9 +29,9 @@ import tempfile
 import threading
 import time
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +41,7 @@ from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackMan
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field
 
-from explicit_react.deadline import abandoned
+from explicit_react.deadline import abandoned, acall_in_thread
 from explicit_react.tools import _sandbox, _seccomp
 from explicit_react.tools._child_pipes import (
     Capture,
@@ -182,7 +182,15 @@ class PythonREPLTool(BaseTool):
             return run.report(process.returncode)
 
     async def _arun(self, code: str, run_manager: AsyncCallbackManagerForToolRun | None = None) -> str:
-        with self._sandbox(code) as run:
+        cleanups: list[Callable[[], None]] = []
+        try:
+            return await self._arun_in(code, cleanups)
+        finally:  # off the event loop: deleting 270,000 files the code made stalled it for 27 s
+            for cleanup in cleanups:
+                await acall_in_thread(cleanup, None)
+
+    async def _arun_in(self, code: str, cleanups: list[Callable[[], None]]) -> str:
+        with self._sandbox(code, cleanups) as run:
             # stdout and stderr are read in threads, as _run reads them: an asyncio pipe would wake
             # the event loop for every line the child prints.
             (stdout, stdout_end), (stderr, stderr_end) = os.pipe(), os.pipe()
@@ -218,7 +226,9 @@ class PythonREPLTool(BaseTool):
             return run.report(process.returncode if process.returncode is not None else -signal.SIGKILL)
 
     @contextlib.contextmanager
-    def _sandbox(self, code: str) -> Iterator[_SandboxRun]:
+    def _sandbox(self, code: str, deferred: list[Callable[[], None]] | None = None) -> Iterator[_SandboxRun]:
+        """The call's working folder, cgroup and seccomp filter around its run; removed on leaving,
+        or, given ``deferred``, handed to the caller to remove (an async call does it off the loop)."""
         code = strip_code_fence(code)
         if not code.strip():
             raise tool_error("no code given; send Python code to run")
@@ -238,11 +248,19 @@ class PythonREPLTool(BaseTool):
                 source = code.encode("utf-8", "surrogateescape")
                 yield _SandboxRun(self, scratch, source, found, cgroup, seccomp_fd)
         finally:
-            if cgroup is not None:
-                cgroup.remove()
-            if not _sandbox.remove_folder(scratch):
-                # Named at this line: the caller's frame is contextlib's exit, no place to look at.
-                warnings.warn(f"python_repl could not delete its working folder {scratch}", stacklevel=1)
+            cleanup = partial(_clean_up, scratch, cgroup)
+            if deferred is None:
+                cleanup()
+            else:
+                deferred.append(cleanup)
+
+
+def _clean_up(scratch: Path, cgroup: _sandbox.Cgroup | None) -> None:
+    """Remove a call's cgroup and working folder, once every process of it has been killed."""
+    if cgroup is not None:
+        cgroup.remove()
+    if not _sandbox.remove_folder(scratch):
+        warnings.warn(f"python_repl could not delete its working folder {scratch}", stacklevel=2)
 
 
 _LIBRARY_FOLDERS = tuple(
