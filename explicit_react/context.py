@@ -49,7 +49,8 @@ _ROLES = {
 """Message types and chat roles, as the conversation in the prompt names them."""
 _SECTIONS = ("Context", "Documents", "Conversation so far")
 """The headings the prompt's context is written under."""
-_NOT_SPEAKERS = frozenset(label.casefold() for label in (*PROTOCOL_LABELS, *_SECTIONS))
+_NOT_SPEAKER_LABELS = (*PROTOCOL_LABELS, *_SECTIONS)
+_NOT_SPEAKERS = frozenset(label.casefold() for label in _NOT_SPEAKER_LABELS)
 """What a turn's role may not be: shown as ``Final Answer: ...`` a client's turn forged a step."""
 _SHOWS_NOTHING = re.compile(f"[{INVISIBLE}]")
 
@@ -193,12 +194,17 @@ def _speaker(role: Any) -> str:
             f"a chat turn's role must be a non-empty string such as 'user' or 'assistant'; got {role!r}"
         )
     role = " ".join(_SHOWS_NOTHING.sub("", role).split())  # "user\u200b" is User, not a look-alike
-    if role.casefold() in _NOT_SPEAKERS:
+    shown = _ROLES.get(role.lower(), role.capitalize())
+    # A role the marking would read as a label ("Observation 2", "**Final Answer**", "- Question").
+    if (
+        role.casefold() in _NOT_SPEAKERS
+        or mark_lines(f"{shown}: x", _NOT_SPEAKER_LABELS, first_line=True) != f"{shown}: x"
+    ):
         raise ConfigurationError(
             f"a chat turn's role may not be a label of the prompt ({role!r}): shown as a speaker, it would "
             "read as a step of the run or a heading"
         )
-    return _ROLES.get(role.lower(), role.capitalize())
+    return shown
 
 
 def _text(content: Any) -> str:

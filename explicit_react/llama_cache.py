@@ -39,8 +39,8 @@ _TOKENS_ONLY = frozenset({"chat_handler", "chat_format", "tokenizer", "draft_mod
 """``Llama`` options that change which tokens are read, not the numbers computed for them."""
 MAX_STATE_FILES = 16
 """The prompt states kept in a folder; the least recently used beyond these are deleted."""
-_STATE_NAME = re.compile(r"[0-9a-f]{32}-[0-9a-f]{16}\.state\Z")
-_TEMPORARY_NAME = re.compile(r"\.[0-9a-f]{32}-[0-9a-f]{16}\.state\..+\.tmp\Z")
+_STATE_NAME = re.compile(r"[0-9a-f]{32}(?:-[0-9a-f]{16})?\.state\Z")  # before slots, no -{16}
+_TEMPORARY_NAME = re.compile(r"\.[0-9a-f]{32}(?:-[0-9a-f]{16})?\.state\..+\.tmp\Z")
 _ABANDONED_SECONDS = 600
 """A temporary file not written to for this long was left by a process that was killed."""
 

@@ -37,7 +37,10 @@ blank fillers. Before a label they hide nothing from a tokenizer, so they must n
 the marking either."""
 # A list item's number or bullet may stand before a label ("2. Final Answer:", "- Observation:"):
 # the web search numbers its results, and the parser reads such a line as the label.
-_LIST_ITEM = r"\d{1,3}[.)]|[-+\u2022\u2023\u25e6\u00b7]"
+_LIST_ITEM = (
+    r"\(?\d{1,3}[.)]|\(?[A-Za-z]\)"
+    r"|[-+\u2022\u2023\u25e6\u00b7\u25cf\u25cb\u25aa\u25a0\u2013\u2014\u2043\u2219\u27a2\u2192\u25b8\u25ba]"
+)
 # One starred union each (no two stars side by side): a long run of spaces is read once, not per split.
 _LEAD = rf"(?:[^\S{_BREAKS}]|[*_#`~{INVISIBLE}]|{_LIST_ITEM})*"
 # A number may stand before the colon ("Observation 2:", which the agent itself reads as an

@@ -77,6 +77,12 @@ def test_an_edit_of_a_crlf_file_puts_crlf_lines_in(tmp_path: Path, old: str, new
     assert (tmp_path / "a.txt").read_bytes() == after
 
 
+def test_the_lf_part_of_a_mixed_file_keeps_lf(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_bytes(b"def f():\n    a = 2\n    return a\n# pasted\r\n")
+    tools(tmp_path)["edit_file"].invoke({"path": "m.py", "old": "    a = 2", "new": "    a = 2\n    b = 3"})
+    assert (tmp_path / "m.py").read_bytes() == b"def f():\n    a = 2\n    b = 3\n    return a\n# pasted\r\n"
+
+
 def test_an_lf_file_keeps_lf(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_bytes(b"alpha\nbeta\n")
     tools(tmp_path)["edit_file"].invoke({"path": "a.txt", "old": "beta", "new": "beta\nbeta2"})

@@ -78,12 +78,11 @@ def test_states_beyond_the_newest_are_deleted_and_abandoned_temporary_files_too(
     old_tmp.write_bytes(b"x")
     new_tmp.write_bytes(b"x")  # another process writing it now
     os.utime(old_tmp, (now - 3600, now - 3600))
-    foreign = [
-        "notes.txt",
-        "game.state",
-        ".editor.tmp",
-        f"{0:032x}.state",
-    ]  # the folder may be the user's: never touched
+    old_names = [f"{1:032x}.state", f".{2:032x}.state.x1.tmp"]  # written before slots: pruned too
+    for name in old_names:
+        (tmp_path / name).write_text("old")
+        os.utime(tmp_path / name, (now - 3600, now - 3600))
+    foreign = ["notes.txt", "game.state", ".editor.tmp"]  # the folder may be the user's: never touched
     for name in foreign:
         (tmp_path / name).write_text("not ours")
         os.utime(tmp_path / name, (now - 3600, now - 3600))

@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -26,6 +27,7 @@ import pytest
 from explicit_react.tools import _sandbox
 from tests.test_tools_python import python_tool
 
+ROOT = Path(__file__).resolve().parents[1]
 SUPPORT = _sandbox.support(sys.executable)
 needs_isolation = pytest.mark.skipif(not SUPPORT.isolated, reason=f"no isolation here: {SUPPORT.description}")
 needs_filter = pytest.mark.skipif(
@@ -147,3 +149,55 @@ def test_a_sync_run_still_deletes_its_folder_before_it_returns(monkeypatch: pyte
     monkeypatch.setattr(_sandbox, "remove_folder", lambda folder: removed.append(folder) or remove(folder))
     assert python_tool(timeout=10).invoke("print(1)").strip() == "1"
     assert len(removed) == 1 and not removed[0].exists()
+
+
+@needs_filter
+def test_io_uring_and_memfd_are_refused() -> None:
+    code = """
+import ctypes, errno, os
+libc = ctypes.CDLL(None, use_errno=True)
+params = ctypes.create_string_buffer(120)
+print(libc.syscall(425, 4, params), errno.errorcode[ctypes.get_errno()])
+try:
+    os.memfd_create('x')
+except OSError as error:
+    print(errno.errorcode[error.errno])
+"""
+    assert python_tool(timeout=20).invoke(code).split() == ["-1", "EPERM", "EPERM"]
+
+
+CANCELLED_MID_CLEANUP = """
+import asyncio, sys, time
+from pathlib import Path
+from explicit_react.tools import _sandbox
+from tests.test_tools_python import python_tool
+
+remove = _sandbox.remove_folder
+def slow_remove(folder):
+    print(folder, flush=True)
+    time.sleep(1.0)  # as a folder of many files takes
+    return remove(folder)
+_sandbox.remove_folder = slow_remove
+
+async def main():
+    task = asyncio.ensure_future(python_tool(timeout=10).ainvoke("print(1)"))
+    await asyncio.sleep(0)
+    while not task.done():
+        await asyncio.sleep(0.3)
+        task.cancel()
+    try:
+        await task
+    except asyncio.CancelledError:
+        pass
+asyncio.run(main())
+"""
+
+
+def test_a_cancelled_async_call_still_deletes_its_folder_before_the_process_exits() -> None:
+    """The folder was deleted in a daemon thread the cancelled call stopped waiting for, which the
+    process killed as it exited: the folder was left behind."""
+    done = subprocess.run(
+        [sys.executable, "-c", CANCELLED_MID_CLEANUP], capture_output=True, text=True, timeout=60, cwd=ROOT
+    )
+    folders = [Path(line) for line in done.stdout.split() if line.startswith("/")]
+    assert folders and not any(folder.exists() for folder in folders), done.stderr[-2000:]

@@ -28,14 +28,24 @@ class Architecture:
     keyctl: int
     socket: int
     shmget: int
+    memfd_create: int
     foreign_from: int | None = None
 
 
 ARCHITECTURES = {
     "x86_64": Architecture(
-        0xC000003E, add_key=248, request_key=249, keyctl=250, socket=41, shmget=29, foreign_from=0x40000000
+        0xC000003E,
+        add_key=248,
+        request_key=249,
+        keyctl=250,
+        socket=41,
+        shmget=29,
+        memfd_create=319,
+        foreign_from=0x40000000,
     ),
-    "aarch64": Architecture(0xC00000B7, add_key=217, request_key=218, keyctl=219, socket=198, shmget=194),
+    "aarch64": Architecture(
+        0xC00000B7, add_key=217, request_key=218, keyctl=219, socket=198, shmget=194, memfd_create=279
+    ),
 }
 """The machines (``os.uname().machine``) the keyring filter is written for (linux/audit.h and the
 kernel's system-call tables). Elsewhere there is no filter, and ``Support`` says so."""
@@ -50,6 +60,9 @@ def architecture(machine: str | None = None) -> Architecture | None:
     return ARCHITECTURES.get(machine)
 
 
+IO_URING = (425, 426, 427)
+"""io_uring_setup, io_uring_enter, io_uring_register: the same numbers on x86_64 and aarch64. A ring
+makes system calls' work (a socket of any family) without the system calls this filter reads."""
 KEYCTL_JOIN_SESSION_KEYRING = 1
 AF_VSOCK = 40
 """The address family of virtual-machine sockets, which a network namespace does not isolate."""
@@ -72,7 +85,9 @@ def keyring_filter(machine: str | None = None) -> bytes | None:
     ``socket(AF_VSOCK, ...)`` fails with ``EAFNOSUPPORT`` (vsock reaches the host of a virtual
     machine, a WSL2 or Firecracker one, whatever the network namespace), and ``shmget`` with
     ``EPERM`` (System V shared memory is no process's memory: without a cgroup, four 300 MB segments
-    got round a 512 MB limit). Every other system call is allowed. A call through
+    got round a 512 MB limit), and so do ``memfd_create`` (the same, 768 MB under a 512 MB limit) and
+    io_uring (a ring made the AF_VSOCK socket without the ``socket`` call). Every other system call is
+    allowed. A call through
     another system-call table (x32 on x86_64, or a 32-bit program) kills the process: its numbers
     mean other calls, nothing this sandbox runs makes one, and it is a known way around filters
     that only read the number."""
@@ -87,6 +102,8 @@ def keyring_filter(machine: str | None = None) -> bytes | None:
         (_BPF_JEQ_K, "deny", None, arch.add_key),
         (_BPF_JEQ_K, "deny", None, arch.request_key),
         (_BPF_JEQ_K, "deny", None, arch.shmget),
+        (_BPF_JEQ_K, "deny", None, arch.memfd_create),
+        *((_BPF_JEQ_K, "deny", None, number) for number in IO_URING),
         (_BPF_JEQ_K, "socket", None, arch.socket),
         (_BPF_JEQ_K, None, "allow", arch.keyctl),
         (_BPF_LD_W_ABS, None, None, _ARGS),  # keyctl's operation: an int, the low half is what counts

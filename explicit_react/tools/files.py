@@ -231,11 +231,11 @@ class Workspace:
             if b"\x00" in data:
                 raise tool_error(f"{path!r} is a binary file")
             text = decoded(data)
-            if "\r\n" in text:  # a CRLF file: the lines put in end as its own do (read_file shows no CR)
-                new = new.replace("\r\n", "\n").replace("\n", "\r\n")
-                if old not in text:
-                    old = old.replace("\r\n", "\n").replace("\n", "\r\n")
+            if "\r\n" in text and old not in text:  # as read_file showed it, without the CR
+                old = old.replace("\r\n", "\n").replace("\n", "\r\n")
             self._check_once(real, text, old)
+            if "\r\n" in text and _crlf_at(text, text.index(old)):  # new lines end as the place's do
+                new = new.replace("\r\n", "\n").replace("\n", "\r\n")
             replaced = encoded(text.replace(old, new, 1))
             if len(replaced) > MAX_EDITED_FILE_BYTES:
                 raise tool_error(
@@ -299,6 +299,15 @@ def _places(text: str, old: str) -> int:
         count += 1
         start = text.find(old, start + 1)
     return count
+
+
+def _crlf_at(text: str, at: int) -> bool:
+    """Whether the line at ``at`` ends with CRLF (the last line, which may have no end: the line
+    before it), in a file whose parts may end their lines differently."""
+    end = text.find("\n", at)
+    if end == -1:
+        end = text.rfind("\n", 0, at)
+    return end > 0 and text[end - 1] == "\r"
 
 
 def _unsearchable(path: Path) -> str | None:

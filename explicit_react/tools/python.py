@@ -41,7 +41,7 @@ from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackMan
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field
 
-from explicit_react.deadline import abandoned, acall_in_thread
+from explicit_react.deadline import abandoned
 from explicit_react.tools import _sandbox, _seccomp
 from explicit_react.tools._child_pipes import (
     Capture,
@@ -187,7 +187,7 @@ class PythonREPLTool(BaseTool):
             return await self._arun_in(code, cleanups)
         finally:  # off the event loop: deleting 270,000 files the code made stalled it for 27 s
             for cleanup in cleanups:
-                await acall_in_thread(cleanup, None)
+                await _to_completion(cleanup)
 
     async def _arun_in(self, code: str, cleanups: list[Callable[[], None]]) -> str:
         with self._sandbox(code, cleanups) as run:
@@ -253,6 +253,28 @@ class PythonREPLTool(BaseTool):
                 cleanup()
             else:
                 deferred.append(cleanup)
+
+
+async def _to_completion(fn: Callable[[], None]) -> None:
+    """Run ``fn`` in a thread that is not a daemon, and wait for it: cancelled (Ctrl-C, an outer
+    timeout), the wait ends but ``fn`` does not, and the process waits for it as it exits (a daemon
+    thread was killed there halfway, and the working folder was left behind)."""
+    loop = asyncio.get_running_loop()
+    finished: asyncio.Future[None] = loop.create_future()
+
+    def tell() -> None:
+        if not finished.done():
+            finished.set_result(None)
+
+    def run() -> None:
+        try:
+            fn()
+        finally:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
+                loop.call_soon_threadsafe(tell)
+
+    threading.Thread(target=run, name="python_repl cleanup").start()
+    await asyncio.shield(finished)
 
 
 def _clean_up(scratch: Path, cgroup: _sandbox.Cgroup | None) -> None:
