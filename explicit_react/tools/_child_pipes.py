@@ -15,6 +15,7 @@ import os
 import stat
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
@@ -92,6 +93,17 @@ def write_all(stream: IO[bytes] | None, data: bytes) -> None:
 
 def pump_in_thread(fd: int, capture: Capture) -> asyncio.Future[None]:
     """Read the pipe ``fd`` into ``capture`` (and close it) in a thread; the future is done at its end."""
+
+    def pump() -> None:
+        with open(fd, "rb") as stream:
+            pump_pipe(stream, capture)
+
+    return in_thread(pump, daemon=True)
+
+
+def in_thread(fn: Callable[[], None], *, daemon: bool) -> asyncio.Future[None]:
+    """Run ``fn`` in a thread of its own; the future (of the running loop) is done when it ends.
+    A thread that is not a ``daemon`` is waited for by the process as it exits."""
     loop = asyncio.get_running_loop()
     done: asyncio.Future[None] = loop.create_future()
 
@@ -99,15 +111,14 @@ def pump_in_thread(fd: int, capture: Capture) -> asyncio.Future[None]:
         if not done.done():
             done.set_result(None)
 
-    def pump() -> None:
+    def run() -> None:
         try:
-            with open(fd, "rb") as stream:
-                pump_pipe(stream, capture)
+            fn()
         finally:
             with contextlib.suppress(RuntimeError):  # the event loop is closed: nobody waits any more
                 loop.call_soon_threadsafe(finish)
 
-    threading.Thread(target=pump, daemon=True).start()
+    threading.Thread(target=run, daemon=daemon).start()
     return done
 
 

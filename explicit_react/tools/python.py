@@ -47,6 +47,7 @@ from explicit_react.tools._child_pipes import (
     Capture,
     awrite_all,
     head_text,
+    in_thread,
     last_line_text,
     pump_in_thread,
     pump_pipe,
@@ -259,22 +260,7 @@ async def _to_completion(fn: Callable[[], None]) -> None:
     """Run ``fn`` in a thread that is not a daemon, and wait for it: cancelled (Ctrl-C, an outer
     timeout), the wait ends but ``fn`` does not, and the process waits for it as it exits (a daemon
     thread was killed there halfway, and the working folder was left behind)."""
-    loop = asyncio.get_running_loop()
-    finished: asyncio.Future[None] = loop.create_future()
-
-    def tell() -> None:
-        if not finished.done():
-            finished.set_result(None)
-
-    def run() -> None:
-        try:
-            fn()
-        finally:
-            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
-                loop.call_soon_threadsafe(tell)
-
-    threading.Thread(target=run, name="python_repl cleanup").start()
-    await asyncio.shield(finished)
+    await asyncio.shield(in_thread(fn, daemon=False))
 
 
 def _clean_up(scratch: Path, cgroup: _sandbox.Cgroup | None) -> None:
