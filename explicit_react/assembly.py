@@ -35,6 +35,20 @@ def is_assembled(target: Path, parts: Sequence[Path], expected: str | None, *, v
     return not verify or sha256_of(target) == recorded
 
 
+PARTS_LINE = "# parts: "
+"""The line of a checksum file that names the part packages the file was joined from."""
+
+
+def recorded_parts(checksum_file: Path) -> list[str]:
+    """The part packages (``name==version``) a checksum file records; none for a file that records
+    none (one written before releases were recorded, or weights whose parts are not packages)."""
+    try:
+        lines = checksum_file.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
+    return next((line.removeprefix(PARTS_LINE).split() for line in lines if line.startswith(PARTS_LINE)), [])
+
+
 def recorded_checksum(checksum_file: Path) -> str:
     """The checksum a checksum file records (its first word), or ``""`` when the file is blank."""
     words = checksum_file.read_text(encoding="utf-8", errors="replace").split(maxsplit=1)

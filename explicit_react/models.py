@@ -358,9 +358,11 @@ def ensure_local_model(
         raise ConfigurationError(f"Unknown local model {which!r}; choose one of {', '.join(LOCAL_WEIGHTS)}")
     weights = LOCAL_WEIGHTS[which]
     parts = _installed_parts(weights)
+    releases = _part_releases(weights)
     target = (cache or cache_dir()) / "models" / weights.filename
     expected = weights.published_sha256()
-    if assembly.is_assembled(target, parts, expected, verify=verify):
+    same_parts = assembly.recorded_parts(assembly.checksum_path(target)) == releases
+    if same_parts and assembly.is_assembled(target, parts, expected, verify=verify):
         return target
     digest = assembly.join_parts(
         parts, target, progress=sys.stderr.isatty() if progress is None else progress
@@ -371,8 +373,30 @@ def ensure_local_model(
             f"The {weights.description} weights are corrupt (sha256 {digest}, expected {expected}); "
             f"reinstall them: {weights.repair()}"
         )
-    assembly.write_cache_file(assembly.checksum_path(target), f"{digest}  {target.name}\n".encode())
+    record = f"{digest}  {target.name}\n" + (
+        f"{assembly.PARTS_LINE}{' '.join(releases)}\n" if releases else ""
+    )
+    assembly.write_cache_file(assembly.checksum_path(target), record.encode())
     return target
+
+
+def _part_releases(weights: LocalWeights) -> list[str]:
+    """The installed part packages as ``name==version``, which the assembled file's record keeps: a
+    file joined from other releases is joined again (the parts' sizes alone told no release from
+    another, their chunks being of one size). Parts of different releases are refused."""
+    releases = []
+    for name in weights.distributions():
+        try:
+            releases.append(f"{name}=={metadata.version(name)}")
+        except metadata.PackageNotFoundError:  # a part imported from a folder, not installed by pip
+            return []
+    versions = {release.split("==")[1] for release in releases if "-part" in release}
+    if len(versions) > 1:
+        raise ConfigurationError(
+            f"The {weights.description} weights are parts of different releases ({', '.join(sorted(versions))}); "
+            f"reinstall them: {weights.repair()}"
+        )
+    return releases
 
 
 def _load_local(which: str | None, options: dict[str, Any]) -> BaseChatModel:

@@ -263,3 +263,47 @@ def test_an_option_llama_cpp_refuses_is_not_blamed_on_the_weights(
     with pytest.raises(ConfigurationError, match="Failed to create llama_context") as error:
         models._load_local("gemma", {"n_batch": 0})
     assert "reinstall" not in str(error.value) and checks == [False]  # no re-hash, no blame
+
+
+def test_parts_of_another_release_are_joined_again_and_mixed_releases_refused(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Qwen's parts are chunks of one size, so a release of the same total size passed the check and
+    the file joined from the old parts was used; and parts of two releases joined without a word."""
+    versions = {"w-part1": "1.0", "w-part2": "1.0"}
+    monkeypatch.setattr(models.metadata, "version", lambda name: versions[name])
+    weights = make_weights(tmp_path, "qwen", [b"GGUF", b"v1v1"], distributions=lambda: ["w-part1", "w-part2"])
+    monkeypatch.setitem(models.LOCAL_WEIGHTS, "qwen", weights)
+    cache = tmp_path / "cache"
+    path = models.ensure_local_model("qwen", cache=cache)
+    assert path.read_bytes() == b"GGUFv1v1"
+    assert "# parts: w-part1==1.0 w-part2==1.0" in (cache / "models" / "qwen.gguf.sha256").read_text()
+
+    (tmp_path / "parts" / "qwen" / "part01.bin").write_bytes(b"v2v2")  # an upgrade: the same size
+    versions.update({"w-part1": "2.0", "w-part2": "2.0"})
+    assert models.ensure_local_model("qwen", cache=cache).read_bytes() == b"GGUFv2v2"
+
+    versions["w-part1"] = "1.0"
+    with pytest.raises(
+        ConfigurationError, match=r"parts of different releases \(1.0, 2.0\).*--no-deps w-part1 w-part2"
+    ):
+        models.ensure_local_model("qwen", cache=cache)
+
+
+def test_a_file_joined_before_releases_were_recorded_is_joined_once_more(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(models.metadata, "version", lambda name: "1.0")
+    weights = make_weights(tmp_path, "qwen", [b"GGUF", b"body"], distributions=lambda: ["w-part1"])
+    monkeypatch.setitem(models.LOCAL_WEIGHTS, "qwen", weights)
+    cache = tmp_path / "cache"
+    path = models.ensure_local_model("qwen", cache=cache)
+    record = cache / "models" / "qwen.gguf.sha256"
+    record.write_text(record.read_text().splitlines()[0] + "\n")  # as written before
+    joined = path.stat().st_mtime_ns
+    time.sleep(0.01)
+    models.ensure_local_model("qwen", cache=cache)
+    assert path.stat().st_mtime_ns != joined and "# parts: w-part1==1.0" in record.read_text()
+    again = path.stat().st_mtime_ns
+    models.ensure_local_model("qwen", cache=cache)
+    assert path.stat().st_mtime_ns == again  # recorded now: not joined again
