@@ -127,7 +127,7 @@ class ReActLoop:
             try:
                 turn = yield from self.thinking(run)
                 if isinstance(turn.decision, FinalAnswer):
-                    if (sent_back := self.reviewed(turn, turn.decision, run)) is None:
+                    if (sent_back := self.reviewed(turn, run)) is None:
                         yield from self._finish(run, turn.decision.answer, StopReason.SUCCESS, turn.text)
                         return
                     acted = sent_back
@@ -252,7 +252,7 @@ class ReActLoop:
         )
         return Acted(outcome, tool, StopReason.RETURN_DIRECT if outcome.return_direct else None)
 
-    def reviewed(self, turn: Turn, answer: FinalAnswer, run: RunState) -> Acted | None:
+    def reviewed(self, turn: Turn, run: RunState) -> Acted | None:
         """``None`` to accept a Final Answer, or the feedback that sends it back to the model as a
         step: once per run when the answer ran on past ``max_reply_chars`` and was cut, and with
         ``check_answer=True`` when it fails a check (``answer_check.py``). On the last turn the
@@ -264,9 +264,9 @@ class ReActLoop:
             return Acted(
                 ToolOutcome(_answer_cut_feedback(turn.cut, self.max_reply_chars), error="answer_cut")
             )
-        if run.answer_check is None:
+        if run.answer_check is None or not isinstance(turn.decision, FinalAnswer):
             return None
-        feedback = run.answer_check.review(run.question, answer.answer, run.sources())
+        feedback = run.answer_check.review(run.question, turn.decision.answer, run.sources())
         return None if feedback is None else Acted(ToolOutcome(feedback, error="answer_check"))
 
     def observe(self, turn: Turn, acted: Acted) -> Step:
@@ -370,8 +370,8 @@ _LOOSE_END = " \t\r\n`'\"*_"  # what the parser may strip from an answer's end
 
 def _runs_to_the_end(answer: FinalAnswer, text: str) -> bool:
     """Whether a Final Answer runs to the end of the reply's text as read (line ends as the parser
-    reads them): then a cut of the reply that took more than white space fell inside it. (A two-phase reply puts its answer first: a cut in the thought after it leaves
-    the answer whole.)"""
+    reads them): then a cut of the reply that took more than white space fell inside it. (A
+    two-phase reply puts its answer first: a cut in the thought after it leaves the answer whole.)"""
     tail = answer.answer.rstrip(_LOOSE_END)[-_ANSWER_TAIL:]
     return bool(tail) and text.replace("\r\n", "\n").rstrip(_LOOSE_END).endswith(tail)
 
