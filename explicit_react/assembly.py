@@ -22,37 +22,38 @@ def checksum_path(target: Path) -> Path:
     return target.with_name(target.name + CHECKSUM_SUFFIX)
 
 
-def is_assembled(target: Path, parts: Sequence[Path], expected: str | None, *, verify: bool) -> bool:
-    """Cheap check (size and recorded checksum), or a full re-hash with ``verify``."""
+def is_assembled(
+    target: Path, parts: Sequence[Path], expected: str | None, *, verify: bool, releases: Sequence[str] = ()
+) -> bool:
+    """Cheap check (size, recorded checksum and the parts' ``releases``), or a full re-hash with ``verify``."""
     checksum_file = checksum_path(target)
     if not target.is_file() or not checksum_file.is_file():
         return False
+    recorded, recorded_releases = _record(checksum_file)
+    if recorded_releases != list(releases):
+        return False
     if target.stat().st_size != sum(part.stat().st_size for part in parts):
         return False
-    recorded = recorded_checksum(checksum_file)
     if not recorded or (expected and recorded != expected):  # a blank file is no record
         return False
     return not verify or sha256_of(target) == recorded
 
 
 PARTS_LINE = "# parts: "
-"""The line of a checksum file that names the part packages the file was joined from."""
+"""The line of a checksum file that names the part packages (``name==version``) the file was joined
+from; a file written before releases were recorded, or for parts that are no packages, has none."""
 
 
-def recorded_parts(checksum_file: Path) -> list[str]:
-    """The part packages (``name==version``) a checksum file records; none for a file that records
-    none (one written before releases were recorded, or weights whose parts are not packages)."""
-    try:
-        lines = checksum_file.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return []
-    return next((line.removeprefix(PARTS_LINE).split() for line in lines if line.startswith(PARTS_LINE)), [])
-
-
-def recorded_checksum(checksum_file: Path) -> str:
-    """The checksum a checksum file records (its first word), or ``""`` when the file is blank."""
-    words = checksum_file.read_text(encoding="utf-8", errors="replace").split(maxsplit=1)
-    return words[0] if words else ""
+def _record(checksum_file: Path) -> tuple[str, list[str]]:
+    """The checksum a checksum file records (its first word; ``""`` when it is blank), and the part
+    packages it names."""
+    text = checksum_file.read_text(encoding="utf-8", errors="replace")
+    words = text.split(maxsplit=1)
+    releases = next(
+        (line.removeprefix(PARTS_LINE).split() for line in text.splitlines() if line.startswith(PARTS_LINE)),
+        [],
+    )
+    return (words[0] if words else ""), releases
 
 
 def sha256_of(path: Path) -> str:

@@ -49,9 +49,8 @@ _ROLES = {
 """Message types and chat roles, as the conversation in the prompt names them."""
 _SECTIONS = ("Context", "Documents", "Conversation so far")
 """The headings the prompt's context is written under."""
-_NOT_SPEAKER_LABELS = (*PROTOCOL_LABELS, *_SECTIONS)
-_NOT_SPEAKERS = frozenset(label.casefold() for label in _NOT_SPEAKER_LABELS)
-"""What a turn's role may not be: shown as ``Final Answer: ...`` a client's turn forged a step."""
+_NOT_SPEAKERS = (*PROTOCOL_LABELS, *_SECTIONS)
+"""What a turn's role may not read as: shown as ``Final Answer: ...`` a client's turn forged a step."""
 _SHOWS_NOTHING = re.compile(f"[{INVISIBLE}]")
 
 
@@ -195,11 +194,8 @@ def _speaker(role: Any) -> str:
         )
     role = " ".join(_SHOWS_NOTHING.sub("", role).split())  # "user\u200b" is User, not a look-alike
     shown = _ROLES.get(role.lower(), role.capitalize())
-    # A role the marking would read as a label ("Observation 2", "**Final Answer**", "- Question").
-    if (
-        role.casefold() in _NOT_SPEAKERS
-        or mark_lines(f"{shown}: x", _NOT_SPEAKER_LABELS, first_line=True) != f"{shown}: x"
-    ):
+    # A role the marking reads as a label ("Final Answer", "Observation 2", "**Question**", "- Thought").
+    if mark_lines(f"{shown}: x", _NOT_SPEAKERS, first_line=True) != f"{shown}: x":
         raise ConfigurationError(
             f"a chat turn's role may not be a label of the prompt ({role!r}): shown as a speaker, it would "
             "read as a step of the run or a heading"

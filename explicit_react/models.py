@@ -361,8 +361,7 @@ def ensure_local_model(
     releases = _part_releases(weights)
     target = (cache or cache_dir()) / "models" / weights.filename
     expected = weights.published_sha256()
-    same_parts = assembly.recorded_parts(assembly.checksum_path(target)) == releases
-    if same_parts and assembly.is_assembled(target, parts, expected, verify=verify):
+    if assembly.is_assembled(target, parts, expected, verify=verify, releases=releases):
         return target
     digest = assembly.join_parts(
         parts, target, progress=sys.stderr.isatty() if progress is None else progress

@@ -98,7 +98,6 @@ def test_a_given_up_search_stops_walking(tmp_path: Path, tool: str, monkeypatch:
     from explicit_react.tools import files
 
     opened: list[Path] = []
-    searchable = files._searchable_bytes
     scandir = os.scandir
 
     def slow_scandir(path: object) -> object:
@@ -107,7 +106,6 @@ def test_a_given_up_search_stops_walking(tmp_path: Path, tool: str, monkeypatch:
         return scandir(path)  # type: ignore[arg-type]
 
     monkeypatch.setattr(files.os, "scandir", slow_scandir)
-    monkeypatch.setattr(files, "_searchable_bytes", lambda path: searchable(path))
     arguments = {"pattern": "needle"} if tool == "grep" else {"glob": "*.nomatch"}
     with pytest.raises(CallTimedOut):
         call_with_timeout(lambda: tools(tmp_path)[tool].invoke(arguments), 0.3)

@@ -60,12 +60,7 @@ def evaluate(expression: str) -> Number:
     if percent_sign_error := percent_sign(written):
         raise percent_sign_error
     text = without_thousands_separators(with_currency_words(drop_surplus_closing_parentheses(written)))
-    try:
-        return _evaluate(text)
-    except CalculationError as exc:
-        if text == written:
-            raise
-        raise CalculationError(str(exc).replace(repr(text), repr(written))) from None
+    return _as_written(text, written)
 
 
 def _evaluate(text: str) -> Number:
@@ -75,7 +70,7 @@ def _evaluate(text: str) -> Number:
         tree = ast.parse(text, mode="eval")
     except SyntaxError as exc:
         if (unitless := without_unit(text)) is not None:
-            return _evaluate_unitless(unitless, text)
+            return _as_written(unitless, text)
         raise (
             operation_words_error(text)
             or words_error(text)
@@ -87,7 +82,7 @@ def _evaluate(text: str) -> Number:
         return _Evaluator().visit(tree.body)
     except _UnknownName as exc:
         if (unitless := without_unit(text)) is not None:
-            return _evaluate_unitless(unitless, text)
+            return _as_written(unitless, text)
         raise operation_words_error(text) or words_error(text) or exc from None
     except _ListOfValues as exc:
         raise decimal_comma_error(text) or exc from None
@@ -109,12 +104,15 @@ warning was silenced with ``warnings.catch_warnings``, which changes the process
 and, from threads at once, left SyntaxWarnings silenced for the whole program."""
 
 
-def _evaluate_unitless(unitless: str, original: str) -> Number:
-    """``unitless`` computed; an error names the ``original`` expression, as the model wrote it."""
+def _as_written(text: str, written: str) -> Number:
+    """``text`` computed; an error names ``written``, the expression as the model wrote it (before
+    its units, currency signs or thousands separators were read)."""
     try:
-        return _evaluate(unitless)
+        return _evaluate(text)
     except CalculationError as exc:
-        raise CalculationError(str(exc).replace(repr(unitless), repr(original))) from None
+        if text == written:
+            raise
+        raise CalculationError(str(exc).replace(repr(text), repr(written))) from None
 
 
 class _UnknownName(CalculationError):
@@ -148,6 +146,11 @@ class _Evaluator:
         if isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
             return node.value
         raise CalculationError(f"only numbers are allowed, not {node.value!r}")
+
+    def _visit_Tuple(self, node: ast.Tuple) -> Number:
+        raise _ListOfValues(
+            "a comma may only separate a function's arguments, as in max(3, 5); write one expression"
+        )
 
     def _visit_Name(self, node: ast.Name) -> Number:
         if node.id in CONSTANTS:
@@ -218,10 +221,6 @@ def _unsupported(node: ast.AST) -> str:
     kind = type(node).__name__
     if isinstance(node, ast.BitXor):
         return "^ is not a power operator here; use ** (e.g. 2 ** 10)"
-    if isinstance(node, ast.Tuple):
-        raise _ListOfValues(
-            "a comma may only separate a function's arguments, as in max(3, 5); write one expression"
-        )
     if isinstance(node, ast.Attribute):
         return "attribute access is not allowed"
     return f"unsupported syntax ({kind}); use numbers, + - * / // % **, parentheses and math functions"

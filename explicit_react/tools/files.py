@@ -155,14 +155,14 @@ class Workspace:
             raise tool_error(f"pattern too long ({len(pattern):,} characters, at most {MAX_PATTERN_CHARS:,})")
         matcher = _linear_time_regex(pattern, literal=not is_regex)
         start = self._existing(path)
-        if not start.is_dir() and (reason := _unsearchable(start)) is not None:
-            raise tool_error(f"{path!r} {reason}; read_file shows it")
         given_up = abandoned()
         matches: list[str] = []
         skipped = 0
-        for file in self.files_under(start):
-            data = _searchable_bytes(file)
-            if data is None:
+        for file in self.files_under(start) if start.is_dir() else [start]:
+            data = _searchable(file)
+            if isinstance(data, str):  # why it is not searched
+                if file == start:  # the one file asked for: "No matches" would be untrue
+                    raise tool_error(f"{path!r} {data}; read_file shows it")
                 skipped += 1
                 continue
             if given_up is not None and given_up.is_set():
@@ -310,8 +310,8 @@ def _crlf_at(text: str, at: int) -> bool:
     return end > 0 and text[end - 1] == "\r"
 
 
-def _unsearchable(path: Path) -> str | None:
-    """Why grep skips ``path``, or ``None`` when it searches it."""
+def _searchable(path: Path) -> bytes | str:
+    """The content of a text file small enough to search, or why grep skips the file."""
     try:
         with open_regular(path, os.O_RDONLY) as handle:
             data: bytes = handle.read(MAX_SEARCHED_FILE_BYTES + 1)
@@ -321,17 +321,7 @@ def _unsearchable(path: Path) -> str | None:
         return f"cannot be read ({error.strerror or error})"
     if len(data) > MAX_SEARCHED_FILE_BYTES:
         return f"is over {MAX_SEARCHED_FILE_BYTES:,} bytes, more than grep searches"
-    return "is a binary file" if b"\x00" in data else None
-
-
-def _searchable_bytes(path: Path) -> bytes | None:
-    """The content of a text file small enough to search, or ``None`` (too large, binary, unreadable)."""
-    try:
-        with open_regular(path, os.O_RDONLY) as handle:
-            data: bytes = handle.read(MAX_SEARCHED_FILE_BYTES + 1)
-    except (OSError, ToolException):
-        return None
-    return None if len(data) > MAX_SEARCHED_FILE_BYTES or b"\x00" in data else data
+    return "is a binary file" if b"\x00" in data else data
 
 
 def _clip_line(line: str) -> str:
