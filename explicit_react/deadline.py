@@ -269,8 +269,9 @@ class DaemonExecutor(Executor):
     Used as a context manager it waits, as a ``ThreadPoolExecutor`` does, for the calls submitted
     to end, except when its block is left by Ctrl-C (a ``KeyboardInterrupt``, or any other
     ``BaseException``: a ``GeneratorExit`` too, a generator's reader that stopped reading), or Ctrl-C
-    comes while it waits: then it waits for nothing. Calls not started are cancelled, those running are given up (``abandoned``) and left
-    to end on their own in their daemon threads, which never keep the process from exiting.
+    comes while it waits: then it waits for nothing. Calls not started are cancelled, those running
+    are given up (``abandoned``) and left to end on their own in their daemon threads, which never
+    keep the process from exiting.
     """
 
     def __init__(self, max_workers: int | None = None) -> None:
