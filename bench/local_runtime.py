@@ -126,6 +126,7 @@ def first_action(args: argparse.Namespace) -> dict[str, Any]:
 
     states = cache_dir() / "bench-prompt-states"
     times: dict[str, list[float]] = {"cold": [], "warm": []}
+    state_bytes: list[int] = []  # the folder's prompt states after each cold run
     for _ in range(args.runs):
         for mode in ("cold", "warm"):
             if mode == "cold":
@@ -137,11 +138,14 @@ def first_action(args: argparse.Namespace) -> dict[str, Any]:
                 check=True,
             ).stdout.split()
             times[mode].append(float(out[0]))
+            if mode == "cold":
+                state_bytes.append(sum(path.stat().st_size for path in states.glob("*.state")))
     return {
         "question": "What is 17 * 23?",
         "tools": "web_search,python_repl",
         "seconds_to_first_step": {mode: [round(t, 1) for t in ts] for mode, ts in times.items()},
         "median": {mode: round(statistics.median(ts), 1) for mode, ts in times.items()},
+        "state_megabytes_after_cold_run": [round(size / 1e6, 1) for size in state_bytes],
         "runs": args.runs,
     }
 

@@ -94,6 +94,10 @@ class AlignedLlama(llama_cpp.Llama):
     state_file: Path | None = None
     reused: int = 0
     """Prompt tokens of the last call taken from the cache rather than read."""
+    _reading_prompt: bool = False
+    """True while ``generate`` reads the prompt, False while it writes the reply."""
+    _save_at: int = 0
+    """While a prompt is read: how many of its leading tokens to save in ``state_file`` (0: none)."""
     prompt_tokens: int = 0
     """Prompt tokens of the last call (see ``usage``)."""
     completion_tokens: int = 0
@@ -103,21 +107,23 @@ class AlignedLlama(llama_cpp.Llama):
         self, tokens: Sequence[int], *args: Any, **kwargs: Any
     ) -> Generator[int, Sequence[int] | None, None]:
         tokens = list(tokens)
-        restored, save = self._plan(tokens) if kwargs.get("reset", True) else (False, 0)
+        restored, self._save_at = self._plan(tokens) if kwargs.get("reset", True) else (False, 0)
         self.prompt_tokens, self.completion_tokens = len(tokens), 0
         steps = super().generate(tokens, *args, **kwargs)
+        self._reading_prompt = True
         try:
             first = next(steps, None)  # llama.cpp reads the whole prompt before the first token
         except RuntimeError:  # "llama_decode returned -1": the restored state does not fit its tokens
             if not restored:
                 raise
-            save = self._discard_state(tokens)
+            self._save_at = self._discard_state(tokens)
             steps = super().generate(tokens, *args, **kwargs)
             first = next(steps, None)
+        finally:
+            self._save_at = 0  # saved by now, or the prompt was not read that far
+            self._reading_prompt = False
         if first is None:
             return
-        if save:  # only now: a prompt read in part (an error, Ctrl-C) must not be saved as read
-            self._save_state(tokens[:save])
         for token in itertools.chain([first], steps):
             if not llama_cpp.llama_vocab_is_eog(self._model.vocab, token):
                 self.completion_tokens += 1
@@ -126,15 +132,46 @@ class AlignedLlama(llama_cpp.Llama):
     def eval(self, tokens: Sequence[int]) -> None:
         """``Llama.eval`` one ``n_batch`` block at a time (the blocks it reads anyway), each only while
         the caller is there (``interrupted_by``): a long prompt is not read for nobody. A reply's
-        tokens come here one at a time, so they are checked too."""
+        tokens come here one at a time, so they are checked too.
+
+        The prompt start planned for the state file is saved as soon as its last block is read, while
+        the cache holds it alone: the file then holds only what it names (saved after the whole
+        prompt, it also held every later prompt token, twice the size or more)."""
         stop = getattr(_interrupt, "event", None)
-        if stop is None:
-            return super().eval(tokens)
+        # A draft model (llama_cpp's LlamaPromptLookupDecoding) needs the logits of every drafted
+        # token, which Llama.eval copies into `scores`: n_ctx rows only with logits_all=True (2.5 GB
+        # for Qwen 1.5B at 4,096), else n_batch rows, and past them it failed ("could not broadcast").
+        drafted = self.draft_model is not None and len(self.scores) < self.n_ctx()
+        self._save_when_read()
         for start in range(0, len(tokens), self.n_batch):
-            if stop.is_set():
+            if stop is not None and stop.is_set():
                 raise GenerationStopped("the caller went away; the generation stopped")
-            super().eval(tokens[start : start + self.n_batch])
-        return None
+            if drafted:
+                self._decode(tokens[start : start + self.n_batch], every_token=not self._reading_prompt)
+            else:
+                super().eval(tokens[start : start + self.n_batch])
+            self._save_when_read()
+
+    def _decode(self, block: Sequence[int], *, every_token: bool) -> None:
+        """``Llama.eval`` of one block without its copy of the logits into ``scores``: the sampler
+        reads them from the context. Every token's logits for a reply's drafted tokens (each is
+        checked), the last one's for a prompt block (reading a prompt costs what it costs without
+        a draft model, and computes the same numbers)."""
+        past = self.n_tokens
+        self._ctx.kv_cache_seq_rm(-1, past, -1)
+        self._batch.set_batch(batch=block, n_past=past, logits_all=every_token)
+        self._ctx.decode(self._batch)
+        self.input_ids[past : past + len(block)] = block
+        self.n_tokens += len(block)
+        self._requires_eval = False
+
+    def _save_when_read(self) -> None:
+        """Save the planned prompt start once the cache holds exactly it (``eval`` first drops any
+        restored blocks past ``n_tokens``, so a start shorter than a restored state is saved too)."""
+        if self._save_at and self.n_tokens == self._save_at:
+            self._ctx.kv_cache_seq_rm(-1, self.n_tokens, -1)
+            self._save_at = 0
+            self._save_state(self.input_ids[: self.n_tokens].tolist())
 
     def usage(self) -> dict[str, int]:
         """The last call's token counts, as llama-cpp-python reports them for a call that does not

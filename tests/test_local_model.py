@@ -165,6 +165,51 @@ def test_a_prompt_read_in_part_is_not_saved(tmp_path: Any) -> None:
     assert list(tmp_path.glob("*.state")) == []
 
 
+def test_a_saved_prompt_state_holds_only_the_blocks_it_names(tmp_path: Any) -> None:
+    """The state was saved once the whole prompt was read, so it also held the cache of every prompt
+    token after the blocks it names (a file naming 128 tokens of a 750-token prompt was 21 MB)."""
+    import llama_cpp
+
+    long_question = "What is 3 + 5? " + "Explain each step of the addition in plain words. " * 4
+    first = models.load_model("local:gemma", prompt_state_dir=str(tmp_path), **QUESTION_SETTINGS)
+    first.invoke(numbers_question(long_question))
+    read = len(first.client._last_prompt)  # type: ignore[attr-defined]
+    (saved,) = tmp_path.glob("*.state")
+
+    later: Any = models.load_model("local:gemma", prompt_state_dir=str(tmp_path), **QUESTION_SETTINGS)
+    later.client.state_file = saved
+    named = later.client._restore_state()
+    assert named and len(named) % 16 == 0 and read - len(named) < 16  # the prompt's whole blocks
+    memory = llama_cpp.llama_get_memory(later.client._ctx.ctx)
+    assert llama_cpp.llama_memory_seq_pos_max(memory, 0) == len(named) - 1  # and nothing past them
+
+
+def test_a_draft_model_checks_its_drafts_without_logits_for_the_whole_context() -> None:
+    """llama_cpp's prompt-lookup draft model failed past the first n_batch tokens ("could not
+    broadcast input array") unless the model kept every token's logits (``logits_all=True``: n_ctx
+    rows of the vocabulary, 2.5 GB for Qwen 1.5B at 4,096)."""
+    from llama_cpp.llama_speculative import LlamaPromptLookupDecoding
+
+    question = "Repeat after me, word for word: the quick brown fox jumps over the lazy dog. " * 2
+    settings: dict[str, Any] = {"n_ctx": N_CTX, "max_tokens": 24, "n_batch": 16}
+    drafted: Any = models.load_model(
+        "local:gemma", model_kwargs={"draft_model": LlamaPromptLookupDecoding()}, **settings
+    )
+    blocks: list[tuple[int, bool]] = []
+    decode = drafted.client._decode
+
+    def recorded(block: Any, *, every_token: bool) -> None:
+        blocks.append((len(block), every_token))
+        decode(block, every_token=every_token)
+
+    drafted.client._decode = recorded
+    reply = drafted.invoke(question).content
+    assert reply == models.load_model("local:gemma", **settings).invoke(question).content
+    assert any(size > 1 and every for size, every in blocks)  # drafted tokens were checked in a batch
+    assert not any(every for size, every in blocks if size == 16)  # prompt blocks: the last logits only
+    assert drafted.invoke(question).content == reply  # and again from the cache
+
+
 def test_a_saved_state_that_does_not_decode_is_deleted_and_the_prompt_read_afresh(tmp_path: Any) -> None:
     model = models.load_model("local:gemma", prompt_state_dir=str(tmp_path), **QUESTION_SETTINGS)
     read_in_part(model)

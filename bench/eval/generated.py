@@ -235,7 +235,12 @@ def run(args: argparse.Namespace, seeds: Sequence[int], command: str) -> dict[st
     """Every sampled question of every seed through every system; the JSON rewritten after each."""
     systems = args.systems.split(",")
     started = time.perf_counter()
-    options = {"n_threads": args.threads} if args.threads else {}
+    options: dict[str, Any] = {"n_threads": args.threads} if args.threads else {}
+    if args.draft_tokens:
+        from llama_cpp.llama_speculative import LlamaPromptLookupDecoding
+
+        lookup = LlamaPromptLookupDecoding(max_ngram_size=args.draft_ngram, num_pred_tokens=args.draft_tokens)
+        options["model_kwargs"] = {"draft_model": lookup}
     # One model object for every system; with --warm, one per system (llama.cpp maps the weights
     # once, so only the context is per object), each keeping its prompt cache between questions.
     models: dict[str, Any] = {}
@@ -263,6 +268,8 @@ def run(args: argparse.Namespace, seeds: Sequence[int], command: str) -> dict[st
             "fresh_context": not args.warm,
             "brief": args.brief,
             "answer_check": args.answer_check,
+            "draft_tokens": args.draft_tokens,
+            "draft_ngram": args.draft_ngram if args.draft_tokens else None,
         },
         "model_load_seconds": round(time.perf_counter() - started, 2),
         "failure_classes": FAILURES,
@@ -531,6 +538,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="explicit_react's systems with check_answer=True (the system explicit_answer_check has it always)",
     )
     parser.add_argument(
+        "--draft-tokens",
+        type=int,
+        default=0,
+        help="a local model drafts up to this many reply tokens by prompt lookup and checks them in one "
+        "batch (llama_cpp's LlamaPromptLookupDecoding); 0: no drafts",
+    )
+    parser.add_argument(
+        "--draft-ngram", type=int, default=2, help="with --draft-tokens: the longest n-gram looked up"
+    )
+    parser.add_argument(
         "--out", type=Path, default=None, help="default: bench/results/generated_<model>_<seeds>.json"
     )
     args = parser.parse_args(argv)
@@ -561,6 +578,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         + (" --warm" if args.warm else "")
         + (" --brief" if args.brief else "")
         + (" --answer-check" if args.answer_check else "")
+        + (
+            f" --draft-tokens {args.draft_tokens} --draft-ngram {args.draft_ngram}"
+            if args.draft_tokens
+            else ""
+        )
     )
     if args.fresh:
         seeds = draw_fresh_seeds(
