@@ -19,6 +19,7 @@ Needs ``pip install explicit-react[serve]`` (FastAPI >= 0.135 for its server-sen
 
 import argparse
 import json
+import sys
 from collections.abc import AsyncIterator, Sequence
 from typing import Annotated, Any
 
@@ -132,7 +133,10 @@ def demo() -> None:
 
 def serve(model: str | None, port: int) -> None:
     """Serve on 127.0.0.1 with uvicorn, the model ``load_model`` picks, the calculator and web search."""
-    import uvicorn
+    try:
+        import uvicorn
+    except ImportError:
+        sys.exit('--serve needs uvicorn: pip install -e ".[serve]" (the demo without --serve does not)')
 
     from explicit_react.models import load_model
     from explicit_react.tools import WebSearchTool

@@ -43,15 +43,14 @@ def search(query: str) -> str:
 
 
 def model():  # the app's model; a scripted one keeps the example offline
-    if len(sys.argv) > 1:
-        from explicit_react.models import load_model
-
-        return load_model(sys.argv[1])
+    from explicit_react.models import ConfigurationError, load_model
     from explicit_react.testing import ScriptedChatModel
 
-    return ScriptedChatModel(
-        ["I should look it up.\nAction: search\nAction Input: capital of France", "Final Answer: Paris"]
-    )
+    replies = ["I should look it up.\nAction: search\nAction Input: capital of France", "Final Answer: Paris"]
+    try:
+        return load_model(sys.argv[1]) if len(sys.argv) > 1 else ScriptedChatModel(replies)
+    except ConfigurationError as error:  # no key, no such model: one line, no traceback
+        sys.exit(str(error))
 
 
 agent = create_react_agent(model(), [search], PROMPT)

@@ -178,9 +178,12 @@ def _split(spec: str) -> list[str]:
 
 
 def build_tools(spec: str) -> list[BaseTool]:
-    """The tools named in a comma-separated ``--tools`` value; ``UsageError`` for an unknown one."""
+    """The tools named in a comma-separated ``--tools`` value; ``UsageError`` for an unknown one, an
+    empty value (``--tools "$TOOLS"`` with the variable unset ran with no tools) or a name twice."""
     from explicit_react import tools
 
+    if not _split(spec):
+        raise UsageError("--tools is empty: name the tools (e.g. --tools calculator,search), or none")
     built: list[BaseTool] = []
     for name in _split(spec):
         kind, _, argument = name.partition(":")
@@ -200,9 +203,26 @@ def build_tools(spec: str) -> list[BaseTool]:
             built.extend(tools.file_tools(Path(argument).expanduser()))
         elif kind == "knowledge" and argument:
             built.append(_knowledge_tool(argument))
+        elif kind in ("files", "knowledge"):
+            raise UsageError(f"--tools {kind} needs a path: {kind}:{'DIR' if kind == 'files' else 'PATH'}")
         else:
-            raise UsageError(f"unknown tool {name!r} in --tools; valid: {', '.join(TOOL_NAMES)}, or none")
+            raise UsageError(
+                f"unknown tool {name!r} in --tools{_did_you_mean(kind)}; valid: {', '.join(TOOL_NAMES)}, or none"
+            )
+    names = [tool.name for tool in built]
+    if twice := sorted({name for name in names if names.count(name) > 1}):
+        raise UsageError(
+            f"--tools gives more than one tool named {', '.join(map(repr, twice))}; name each once"
+        )
     return built
+
+
+def _did_you_mean(kind: str) -> str:
+    import difflib
+
+    known = [name.partition(":")[0] for name in TOOL_NAMES] + ["none"]
+    close = difflib.get_close_matches(kind, known, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def _knowledge_tool(location: str) -> BaseTool:
@@ -235,13 +255,17 @@ def _read_knowledge(location: str) -> BaseTool:
     raise UsageError(f"--tools knowledge:{location}: no such file or directory")
 
 
-def load_named_model(name: str | None) -> Any:
-    """The chat model for ``--model`` (or the default one); ``UsageError`` when none is configured."""
+def load_named_model(name: str | None, *, say: bool = False) -> Any:
+    """The chat model for ``--model`` (or the default one); ``UsageError`` when none is configured.
+    With ``say``, a default choice is named on stderr, with why it was made: a first run without a
+    key otherwise gave no sign that a 270M local model, not Gemini, was answering."""
     from explicit_react import models
 
     chosen = name if name is not None else models.default_model_name()  # --model "" is an error
     if chosen is None:
         raise UsageError(models.NO_MODEL_MESSAGE)
+    if name is None and say:
+        print(f"{PROG}: {_default_choice(chosen)}; choose another with --model", file=sys.stderr)
     try:
         return models.load_model(chosen)
     except OSError as error:  # a scripted: or gguf: file that fails as it is read names no file
@@ -249,6 +273,16 @@ def load_named_model(name: str | None) -> Any:
     except ValueError as error:  # ConfigurationError: "scripted:FILE: no such file" names the option too
         message = str(error)
         raise UsageError(f"--model {message}" if name and message.startswith(chosen) else message) from error
+
+
+def _default_choice(chosen: str) -> str:
+    """What the default model is and why it was chosen, in words."""
+    from explicit_react import models
+
+    if chosen != "local":
+        return f"using {chosen} (a Gemini API key is set)"
+    weights = models.LOCAL_WEIGHTS[models.best_local_model()]
+    return f"no Gemini API key is set: using the local model {weights.description}, on this CPU"
 
 
 def _os_error(option: str, error: OSError) -> str:
@@ -263,8 +297,14 @@ def _os_error(option: str, error: OSError) -> str:
 def build_agent(args: argparse.Namespace) -> ExplicitReActAgent:
     """The agent the options describe, with the live trace on stderr unless ``--quiet``."""
     tools = build_tools(args.tools)
-    llm = load_named_model(args.model)
+    if args.allow is not None and (
+        strange := [n for n in _split(args.allow) if n not in {t.name for t in tools}]
+    ):
+        given = f"it gives {', '.join(tool.name for tool in tools)}" if tools else "it gives no tools"
+        raise UsageError(f"--allow names {', '.join(strange)}, not among the tools of --tools ({given})")
+    llm = load_named_model(args.model, say=args.verbose)
     from explicit_react.agent import ExplicitReActAgent
+    from explicit_react.options import OptionError
 
     options: dict[str, Any] = {
         "max_iterations": args.max_iterations,
@@ -285,7 +325,14 @@ def build_agent(args: argparse.Namespace) -> ExplicitReActAgent:
     listeners: list[Any] = [LiveTrace()] if args.verbose else []
     if args.trace is not None:
         listeners.append(TraceFile(args.trace))
-    return ExplicitReActAgent(llm, tools, listeners=listeners, **options)
+    try:
+        return ExplicitReActAgent(llm, tools, listeners=listeners, **options)
+    except OptionError as error:  # in the command's words: its flag, and no None
+        if error.name not in options:
+            raise
+        raise UsageError(
+            f"--{error.name.replace('_', '-')} must be {error.allows}; got {error.value!r}"
+        ) from None
 
 
 class TraceFile:

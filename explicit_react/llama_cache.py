@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import llama_cpp
+from llama_cpp.llama_speculative import LlamaDraftModel
 
 _TOKENS_ONLY = frozenset({"chat_handler", "chat_format", "tokenizer", "draft_model", "verbose"})
 """``Llama`` options that change which tokens are read, not the numbers computed for them."""
@@ -92,6 +93,17 @@ class AlignedLlama(llama_cpp.Llama):
 
     _last_prompt: list[int]
     state_file: Path | None = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.draft_model is not None and len(self.scores) < self.n_ctx():
+            # Drafts are checked from the context's own logits (``_decode``), never copied into
+            # `scores`: logprobs would read an empty table, so llama_cpp is told to refuse them.
+            self._logits_all = False
+            # The drafted tokens and the one before them are checked in one batch; more than
+            # n_batch would be decoded in two, and the first one's logits are gone by then.
+            self.draft_model = _CappedDraft(self.draft_model, self.n_batch - 1)
+
     reused: int = 0
     """Prompt tokens of the last call taken from the cache rather than read."""
     _reading_prompt: bool = False
@@ -111,12 +123,13 @@ class AlignedLlama(llama_cpp.Llama):
         self.prompt_tokens, self.completion_tokens = len(tokens), 0
         steps = super().generate(tokens, *args, **kwargs)
         self._reading_prompt = True
+        restored_from = self.state_file  # a failed save while reading sets state_file to None
         try:
             first = next(steps, None)  # llama.cpp reads the whole prompt before the first token
         except RuntimeError:  # "llama_decode returned -1": the restored state does not fit its tokens
             if not restored:
                 raise
-            self._save_at = self._discard_state(tokens)
+            self._save_at = self._discard_state(tokens, restored_from)
             steps = super().generate(tokens, *args, **kwargs)
             first = next(steps, None)
         finally:
@@ -141,7 +154,7 @@ class AlignedLlama(llama_cpp.Llama):
         # A draft model (llama_cpp's LlamaPromptLookupDecoding) needs the logits of every drafted
         # token, which Llama.eval copies into `scores`: n_ctx rows only with logits_all=True (2.5 GB
         # for Qwen 1.5B at 4,096), else n_batch rows, and past them it failed ("could not broadcast").
-        drafted = self.draft_model is not None and len(self.scores) < self.n_ctx()
+        drafted = isinstance(self.draft_model, _CappedDraft)
         self._save_when_read()
         for start in range(0, len(tokens), self.n_batch):
             if stop is not None and stop.is_set():
@@ -232,18 +245,17 @@ class AlignedLlama(llama_cpp.Llama):
             os.utime(self.state_file)
         return saved
 
-    def _discard_state(self, tokens: list[int]) -> int:
-        """Delete the restored state that llama.cpp could not go on from, so that ``tokens`` are read
-        afresh; how many of them to save in its place (their whole blocks)."""
-        assert self.state_file is not None
-        logger.debug(
-            "the prompt state %s did not decode; deleted, the prompt is read afresh", self.state_file
-        )
-        with contextlib.suppress(OSError):
-            self.state_file.unlink(missing_ok=True)
+    def _discard_state(self, tokens: list[int], path: Path | None) -> int:
+        """Delete the restored state ``path`` that llama.cpp could not go on from (and the copy of
+        its start saved as the prompt was read), so that ``tokens`` are read afresh; how many of them
+        to save in its place (their whole blocks; none if saving failed meanwhile)."""
+        logger.debug("the prompt state %s did not decode; deleted, the prompt is read afresh", path)
+        if path is not None:
+            with contextlib.suppress(OSError):
+                path.unlink(missing_ok=True)
         self.reset()
         self.reused = 0
-        return aligned_reuse(tokens, tokens, self.n_batch)
+        return aligned_reuse(tokens, tokens, self.n_batch) if self.state_file is not None else 0
 
     def _save_state(self, tokens: list[int]) -> None:
         """Save the context's state with ``tokens`` as what it holds; written whole or not at all.
@@ -274,6 +286,16 @@ class AlignedLlama(llama_cpp.Llama):
                 stacklevel=2,
             )
             self.state_file = None
+
+
+class _CappedDraft(LlamaDraftModel):
+    """A draft model whose drafts are cut to ``most`` tokens."""
+
+    def __init__(self, draft: LlamaDraftModel, most: int) -> None:
+        self.draft, self.most = draft, most
+
+    def __call__(self, input_ids: Any, /, **kwargs: Any) -> Any:
+        return self.draft(input_ids, **kwargs)[: self.most]
 
 
 def state_slot(keyed: Path, first_block: Sequence[int]) -> Path:

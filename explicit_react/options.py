@@ -20,15 +20,28 @@ def _got(value: Any) -> str:
     return f"got {value!r} ({type(value).__name__})"
 
 
+class OptionError(ConfigurationError):
+    """A number option out of its range: ``name`` (the constructor's argument), what it ``allows``,
+    what ``None`` means for it (``none_means``, if it may be ``None``) and the ``value`` given. The
+    ``explicit-react`` command words it with its own flag (``--max-iterations must be ...``)."""
+
+    def __init__(self, name: str, allows: str, value: Any, none_means: str | None = None) -> None:
+        self.name, self.allows, self.value, self.none_means = name, allows, value, none_means
+        also = f", or None for {none_means}" if none_means is not None else ""
+        super().__init__(f"{name} must be {allows}{also}; {_got(value)}")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled with its fields (an error raised in a worker process reaches its caller)."""
+        return type(self), (self.name, self.allows, self.value, self.none_means)
+
+
 def seconds(name: str, value: Any) -> float | None:
     """A duration in seconds greater than 0, or ``None`` for no limit; infinity means no limit too
     (``0`` and ``-1`` are refused: they do not mean "no limit" here)."""
     if value is None or (isinstance(value, float) and value == math.inf):
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise ConfigurationError(
-            f"{name} must be a number of seconds greater than 0, or None for no limit; {_got(value)}"
-        )
+        raise OptionError(name, "a number of seconds greater than 0", value, "no limit")
     return float(value)
 
 
@@ -37,10 +50,7 @@ def count(name: str, value: Any, *, minimum: int, none_means: str | None = None)
     if value is None and none_means is not None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        allowed = f"a whole number of at least {minimum}"
-        if none_means is not None:
-            allowed += f", or None for {none_means}"
-        raise ConfigurationError(f"{name} must be {allowed}; {_got(value)}")
+        raise OptionError(name, f"a whole number of at least {minimum}", value, none_means)
     return value
 
 
@@ -52,7 +62,7 @@ def number(name: str, value: Any, *, minimum: float) -> float:
         or not math.isfinite(value)
         or value < minimum
     ):
-        raise ConfigurationError(f"{name} must be a finite number of at least {minimum}; {_got(value)}")
+        raise OptionError(name, f"a finite number of at least {minimum}", value)
     return float(value)
 
 

@@ -200,8 +200,10 @@ def test_tracing_enabled_by_a_tracing_context_keeps_the_chain_run(monkeypatch: p
 
     offline_tracer(monkeypatch)
     agent, _, _ = build()
+    assert not starts_a_chain_run(agent)
     with tracing_context(enabled=True):
         assert starts_a_chain_run(agent)
+    assert not starts_a_chain_run(agent)  # the context, nothing else, kept it
 
 
 def test_only_models_and_tools_that_cannot_hold_a_handler_are_quiet() -> None:

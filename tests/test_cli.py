@@ -246,7 +246,7 @@ def test_missing_script_file(tmp_path: Path, capsys: Any) -> None:
         ("search,bogus", "unknown tool 'bogus'"),
         ("files:/definitely/not/here", "no such directory"),
         ("knowledge:/definitely/not/here.md", "no such file or directory"),
-        ("files:", "unknown tool 'files:'"),
+        ("files:", "--tools files needs a path: files:DIR"),
     ],
 )
 def test_bad_tool_spec(tmp_path: Path, capsys: Any, spec: str, fragment: str) -> None:
@@ -254,14 +254,75 @@ def test_bad_tool_spec(tmp_path: Path, capsys: Any, spec: str, fragment: str) ->
     assert_one_line_error(capsys.readouterr().err, fragment)
 
 
-def test_allow_names_a_tool_that_does_not_exist(tmp_path: Path, capsys: Any) -> None:
-    assert cli.main(["--model", script(tmp_path, final("x")), "--tools", "search", "--allow", "rm", "?"]) == 2
-    assert_one_line_error(capsys.readouterr().err, "allowed_tools")
+def test_allow_names_a_tool_that_is_not_among_the_tools(tmp_path: Path, capsys: Any) -> None:
+    """The error was the Python API's ("allowed_tools names tools that do not exist: ['calculator']"),
+    though calculator exists: it was just not in --tools."""
+    model = script(tmp_path, final("x"))
+    assert cli.main(["--model", model, "--tools", "search", "--allow", "calculator", "?"]) == 2
+    err = capsys.readouterr().err
+    assert_one_line_error(err, "--allow names calculator, not among the tools of --tools (it gives search)")
 
 
-def test_bad_limit(tmp_path: Path, capsys: Any) -> None:
-    assert cli.main(["--model", script(tmp_path, final("x")), "--max-iterations", "0", "?"]) == 2
-    assert_one_line_error(capsys.readouterr().err, "max_iterations")
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [
+        ("--max-iterations", "0", "--max-iterations must be a whole number of at least 1; got 0"),
+        ("--max-tool-calls", "-1", "--max-tool-calls must be a whole number of at least 0; got -1"),
+        ("--max-seconds", "-1", "--max-seconds must be a number of seconds greater than 0; got -1.0"),
+        ("--llm-timeout", "nan", "--llm-timeout must be a number of seconds greater than 0; got nan"),
+        ("--tool-timeout", "0", "--tool-timeout must be a number of seconds greater than 0; got 0.0"),
+        ("--max-retries", "-1", "--max-retries must be a whole number of at least 0; got -1"),
+    ],
+)
+def test_a_limit_out_of_range_is_named_by_its_flag(
+    tmp_path: Path, capsys: Any, flag: str, value: str, message: str
+) -> None:
+    """The message named the Python argument ("max_iterations ... or None for no limit; got 0 (int)")."""
+    assert cli.main(["--model", script(tmp_path, final("x")), flag, value, "?"]) == 2
+    err = capsys.readouterr().err
+    assert_one_line_error(err, message)
+    assert "None" not in err and "_" not in err.split("error:")[1]
+
+
+@pytest.mark.parametrize(
+    ("tools", "message"),
+    [
+        ("", "--tools is empty"),
+        (",", "--tools is empty"),
+        ("calculater", "unknown tool 'calculater' in --tools (did you mean 'calculator'?)"),
+        ("files", "--tools files needs a path: files:DIR"),
+        ("knowledge", "--tools knowledge needs a path: knowledge:PATH"),
+        ("search,search", "--tools gives more than one tool named 'search'; name each once"),
+    ],
+)
+def test_a_tools_value_that_gives_no_tools_or_the_wrong_ones(
+    tmp_path: Path, capsys: Any, tools: str, message: str
+) -> None:
+    """An empty value ran with no tools (a script's unset "$TOOLS"); a typo got no suggestion; a
+    tool twice got the Python API's advice ("rename one with tool.name = ...")."""
+    assert cli.main(["--model", script(tmp_path, final("x")), "--tools", tools, "?"]) == 2
+    assert_one_line_error(capsys.readouterr().err, message)
+
+
+def test_the_default_model_is_named_with_why_it_was_chosen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    """Without --model and a key, nothing said that a local model, not Gemini, was answering."""
+    monkeypatch.setattr(models, "default_model_name", lambda: "local")
+    monkeypatch.setattr(models, "best_local_model", lambda: "gemma")
+    answers = script(tmp_path, final("4"))
+    monkeypatch.setattr(
+        models, "load_model", lambda name, **options: ScriptedChatModel.from_file(answers[9:])
+    )
+    assert cli.main(["--tools", "none", "What is 2 + 2?"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.strip() == "4"
+    assert captured.err.startswith(
+        "explicit-react: no Gemini API key is set: using the local model Gemma 3 270M base Q4_K_M (250 MB), "
+        "on this CPU; choose another with --model\n"
+    )
+    assert cli.main(["--quiet", "--tools", "none", "What is 2 + 2?"]) == 0
+    assert capsys.readouterr().err == ""  # --quiet: the answer alone
 
 
 def test_no_model_configured(monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
@@ -344,7 +405,6 @@ def test_chat_json_lines_until_eof(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         ("web_search,python_repl", ["web_search", "python_repl"]),
         ("calculator, search", ["calculator", "search"]),
         ("none", []),
-        ("", []),
     ],
 )
 def test_build_tools(spec: str, names: list[str]) -> None:

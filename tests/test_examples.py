@@ -88,6 +88,30 @@ def test_quickstart_says_it_is_offline() -> None:
     assert "offline scripted model" in done.stderr
 
 
+def test_examples_given_what_they_lack_say_so_in_one_line(tmp_path: Path) -> None:
+    """``langchain_swap.py gemini-...`` with no key, and ``http_service.py --serve`` without
+    uvicorn (the README's install has no ``[serve]``), ended in tracebacks."""
+    swap = run_example(ROOT / "examples" / "langchain_swap.py", ["gemini-2.5-flash"])
+    assert swap.returncode == 1 and "Traceback" not in swap.stderr
+    assert swap.stderr.strip().startswith("gemini-2.5-flash needs a Gemini API key")
+    pytest.importorskip("fastapi")
+    (tmp_path / "uvicorn.py").write_text("raise ImportError('uvicorn is not installed')\n")
+    env = {**offline_environment(), "PYTHONPATH": str(tmp_path)}
+    serve = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "http_service.py"), "--serve"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert serve.returncode == 1 and "Traceback" not in serve.stderr
+    assert (
+        serve.stderr.strip()
+        == '--serve needs uvicorn: pip install -e ".[serve]" (the demo without --serve does not)'
+    )
+
+
 def test_refund_support_stops_for_the_right_reasons() -> None:
     out = run_example(ROOT / "examples" / "refund_support.py", []).stdout
     assert "Fact finding: stop_reason=success success=True" in out

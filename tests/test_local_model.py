@@ -208,6 +208,22 @@ def test_a_draft_model_checks_its_drafts_without_logits_for_the_whole_context() 
     assert any(size > 1 and every for size, every in blocks)  # drafted tokens were checked in a batch
     assert not any(every for size, every in blocks if size == 16)  # prompt blocks: the last logits only
     assert drafted.invoke(question).content == reply  # and again from the cache
+    with pytest.raises(ValueError, match="logprobs is not supported"):  # not read from an empty table
+        drafted.client.create_completion("fox fox fox", max_tokens=2, logprobs=1)
+
+
+def test_drafts_longer_than_a_block_are_cut_to_fit_one() -> None:
+    """A draft of n_batch tokens or more was checked in two decodes, and the sampler then read the
+    logits of the first, which llama.cpp no longer held: the process aborted (GGML_ASSERT)."""
+    from llama_cpp.llama_speculative import LlamaPromptLookupDecoding
+
+    question = "Repeat after me, word for word: the quick brown fox jumps over the lazy dog. " * 2
+    settings: dict[str, Any] = {"n_ctx": N_CTX, "max_tokens": 16, "n_batch": 8}
+    drafted: Any = models.load_model(
+        "local:gemma", draft_model=LlamaPromptLookupDecoding(num_pred_tokens=10), **settings
+    )
+    reply = drafted.invoke(question).content
+    assert reply == models.load_model("local:gemma", **settings).invoke(question).content
 
 
 def test_a_saved_state_that_does_not_decode_is_deleted_and_the_prompt_read_afresh(tmp_path: Any) -> None:
@@ -231,6 +247,36 @@ def test_a_saved_state_that_does_not_decode_is_deleted_and_the_prompt_read_afres
     )
     assert again.usage_metadata["input_token_details"]["cache_read"] >= 32  # type: ignore[index]
     assert again.content == unsaved.content
+
+
+def test_a_saved_state_that_does_not_decode_is_deleted_when_saving_fails_too(
+    tmp_path: Any, monkeypatch: Any
+) -> None:
+    """A restored state that shares fewer blocks with the prompt than it names is saved again, cut
+    to those blocks, before the first block decodes. When that save failed (a full disk) and the
+    decode then failed, the call raised AssertionError and the broken file stayed for every process."""
+    import llama_cpp
+
+    model = models.load_model("local:gemma", prompt_state_dir=str(tmp_path), **QUESTION_SETTINGS)
+    read_in_part(model)
+    with pytest.raises(KeyboardInterrupt):
+        model.invoke(numbers_question())
+    model.client._save_state(model.client._last_prompt[:48])  # names 48 tokens; llama.cpp read 16
+    (broken,) = tmp_path.glob("*.state")
+
+    from langchain_core.messages import HumanMessage, SystemMessage
+
+    shares_two_blocks = [
+        SystemMessage("You answer questions about numbers. " * 6 + "Be brief and exact. " * 10),
+        HumanMessage("What is 2 + 2?"),
+    ]
+    monkeypatch.setattr(llama_cpp, "llama_state_save_file", lambda *args: False)
+    later = models.load_model("local:gemma", prompt_state_dir=str(tmp_path), **QUESTION_SETTINGS)
+    with pytest.warns(RuntimeWarning, match="Could not save the prompt state"):
+        reply = later.invoke(shares_two_blocks)
+    unsaved = models.load_model("local:gemma", prompt_state_dir=None, **QUESTION_SETTINGS)
+    assert reply.content == unsaved.invoke(shares_two_blocks).content
+    assert not broken.exists()
 
 
 def test_a_prompt_state_folder_that_cannot_be_written_is_a_warning(tmp_path: Any) -> None:
@@ -449,12 +495,11 @@ def test_two_phase_runs_end_to_end_on_the_real_model(gemma: BaseChatModel) -> No
     turn; whatever this 270M model decides, every action is a well-formed call of a real tool, a call
     cut off by the token limit is reported to the model as such, and the run ends with a stated
     reason."""
-    from explicit_react import ExplicitReActAgent, StopReason
+    from explicit_react import ExplicitReActAgent
 
     longer = gemma.model_copy(update={"max_tokens": 128})  # the same llama.cpp object, room for a call
     agent = ExplicitReActAgent(longer, [_bounded_calculator()], mode="two_phase", max_iterations=2)
     result = agent.run("What is 12 * 7?")
-    assert isinstance(result.stop_reason, StopReason)
     assert result.answer.strip()
     assert 1 <= result.llm_calls <= 3 and result.usage.input_tokens > 0
     for step in result.steps:
@@ -465,7 +510,6 @@ def test_two_phase_runs_end_to_end_on_the_real_model(gemma: BaseChatModel) -> No
         else:  # text before the call used up max_tokens and cut the call off: said to the model
             assert step.observation.startswith("Error: your call to 'calculator' could not be run"), step
             assert "cut off" in step.observation, step
-    assert result.success or result.error, result
 
 
 def test_the_real_model_follows_a_tool_schema_with_its_own_defs(gemma: BaseChatModel) -> None:

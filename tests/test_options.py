@@ -120,3 +120,27 @@ def test_one_listener_instead_of_a_list_says_so() -> None:
         ConfigurationError, match=r"write listeners=\[it\] for one"
     ):  # a bare TypeError before
         ExplicitReActAgent(ScriptedChatModel([]), [search], listeners=TracePrinter())  # type: ignore[arg-type]
+
+
+def test_an_out_of_range_option_error_survives_pickling() -> None:
+    """An agent built in a worker process (a process pool, a Ray actor) sends its error back
+    pickled; OptionError's constructor takes its fields, so unpickling it raised TypeError and the
+    pool broke instead of reporting the mistake."""
+    import pickle
+
+    from explicit_react.options import OptionError, count
+
+    with pytest.raises(OptionError) as raised:
+        count("max_iterations", 0, minimum=1, none_means="no limit")
+    copy = pickle.loads(pickle.dumps(raised.value))
+    assert (
+        str(copy)
+        == str(raised.value)
+        == ("max_iterations must be a whole number of at least 1, or None for no limit; got 0 (int)")
+    )
+    assert (copy.name, copy.allows, copy.value, copy.none_means) == (
+        "max_iterations",
+        "a whole number of at least 1",
+        0,
+        "no limit",
+    )

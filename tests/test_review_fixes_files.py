@@ -147,6 +147,7 @@ def test_a_folder_that_cannot_be_searched_is_skipped_as_root_too(
 
     monkeypatch.setattr(Path, "resolve", refusing)
     assert tools(tmp_path)["grep"].invoke({"pattern": "TODO", "path": "."}) == "src/app.py:1: # TODO fix"
+    assert tools(tmp_path)["search_files"].invoke({"glob": "*.py"}) == "src/app.py"
 
 
 def test_a_very_deep_tree_is_searched_without_recursion(tmp_path: Path) -> None:
@@ -172,10 +173,16 @@ def test_grep_says_why_it_skipped_the_file_it_was_given(tmp_path: Path) -> None:
     assert grep.invoke({"pattern": "ERROR", "path": "app.log"}) == (
         "Error: 'app.log' is over 2,000,000 bytes, more than grep searches; read_file shows it"
     )
-    assert grep.invoke({"pattern": "x", "path": "pipe"}).startswith("Error: 'pipe' is not a regular file")
+    assert grep.invoke({"pattern": "x", "path": "pipe"}) == (
+        "Error: 'pipe' is not a regular file (a FIFO, a device or a socket)"  # read_file refuses it too
+    )
     assert grep.invoke({"pattern": "ERROR"}) == (
         "No matches for 'ERROR' in . (1 files skipped: binary, over 2,000,000 bytes, or unreadable)."
     )
+    (tmp_path / "blob.bin").write_bytes(b"ERROR\x00\x01")
+    assert (
+        grep.invoke({"pattern": "ERROR", "path": "blob.bin"}) == "Error: 'blob.bin' is a binary file"
+    )  # no read_file hint: it refuses it too
 
 
 def test_edit_new_text_and_glob_have_caps(tmp_path: Path) -> None:

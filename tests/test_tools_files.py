@@ -71,7 +71,7 @@ def test_read_file_caps_lines(workspace: Path) -> None:
 def test_read_file_errors(workspace: Path) -> None:
     read = tools_by_name(workspace)["read_file"]
     assert read.invoke("missing.py").startswith("Error: 'missing.py' does not exist")
-    assert read.invoke("pkg") == "Error: 'pkg' is not a file"
+    assert read.invoke("pkg") == "Error: 'pkg' is a folder, not a file"
     assert read.invoke({"path": "app.py", "start": 0}).startswith("Error: bad line range")
     assert read.invoke({"path": "app.py", "start": 99}).startswith("Error: app.py has only 5 lines")
     (workspace / "blob.bin").write_bytes(b"\x00\x01\x02")

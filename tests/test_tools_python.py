@@ -55,6 +55,19 @@ def test_prints_stdout_and_the_final_expression() -> None:
     assert FAST.invoke("x = 6 * 7\nprint('x is', x)\nx + 1") == "x is 42\n43"
 
 
+def test_a_call_leaves_no_pipe_open() -> None:
+    """stdout and stderr of the child were left to the garbage collector: a ResourceWarning for
+    each, on every sync call."""
+    import gc
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert FAST.invoke("print('hi')") == "hi"
+        assert asyncio.run(FAST.ainvoke("print('hi')")) == "hi"
+        gc.collect()
+    assert [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)] == []
+
+
 def test_none_final_expression_prints_nothing_and_no_output_is_explained() -> None:
     assert FAST.invoke("None") == "(no output; print() the values you want to see)"
 

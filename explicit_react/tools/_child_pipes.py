@@ -76,8 +76,10 @@ class Capture:
 
 
 def pump_pipe(stream: IO[bytes] | None, capture: Capture) -> None:
+    """Read ``stream`` into ``capture`` to its end, then close it (the thread that reads it owns it:
+    left to the garbage collector, each call's pipes were a ``ResourceWarning``)."""
     assert stream is not None
-    with contextlib.suppress(OSError, ValueError):
+    with stream, contextlib.suppress(OSError, ValueError):
         while chunk := stream.read1(READ_SIZE):  # type: ignore[attr-defined]
             capture.add(chunk)
             if len(chunk) < SMALL_READ:

@@ -25,13 +25,16 @@ from explicit_react.tools._errors import tool_error
 LINE_READ_BYTES = 64 * 1024  # read_file holds at most this much of one line in memory
 
 
+NOT_REGULAR = "is not a regular file (a FIFO, a device or a socket)"
+
+
 def open_regular(path: Path, flags: int, mode: int = 0o666) -> Any:
     """``path`` opened in binary mode, if it is a regular file; an ``Error:`` otherwise.
 
     Opened with ``O_NONBLOCK``, so a FIFO or a device (which ``is_file`` checked moments ago, but
     the path may have been swapped since) is refused at once instead of blocking the agent. A file
     it creates gets ``mode`` less the umask (``os.open``'s own default, 0o777, made files executable)."""
-    not_regular = tool_error(f"{path.name!r} is not a regular file (a FIFO, a device or a socket)")
+    not_regular = tool_error(f"{path.name!r} {NOT_REGULAR}")
     try:
         descriptor = os.open(path, flags | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0), mode)
     except OSError as exc:

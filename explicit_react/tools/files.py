@@ -28,6 +28,7 @@ from pydantic import BaseModel, Field
 from explicit_react.deadline import abandoned
 from explicit_react.tools._errors import FileText, Text, tool_error, validation_error_observation
 from explicit_react.tools._file_io import (
+    NOT_REGULAR,
     decoded,
     encoded,
     has_surrogates,
@@ -162,7 +163,8 @@ class Workspace:
             data = _searchable(file)
             if isinstance(data, str):  # why it is not searched
                 if file == start:  # the one file asked for: "No matches" would be untrue
-                    raise tool_error(f"{path!r} {data}; read_file shows it")
+                    shown = "; read_file shows it" if data == _OVER_GREP_LIMIT else ""
+                    raise tool_error(f"{path!r} {data}{shown}")
                 skipped += 1
                 continue
             if given_up is not None and given_up.is_set():
@@ -269,8 +271,10 @@ class Workspace:
 
     def _existing_file(self, path: str) -> Path:
         real = self._existing(path)
+        if real.is_dir():
+            raise tool_error(f"{path!r} is a folder, not a file")
         if not real.is_file():
-            raise tool_error(f"{path!r} is not a file")
+            raise tool_error(f"{path!r} {NOT_REGULAR}")
         return real
 
 
@@ -310,6 +314,10 @@ def _crlf_at(text: str, at: int) -> bool:
     return end > 0 and text[end - 1] == "\r"
 
 
+_OVER_GREP_LIMIT = f"is over {MAX_SEARCHED_FILE_BYTES:,} bytes, more than grep searches"
+"""Why grep skips a file that read_file still shows (a page at a time)."""
+
+
 def _searchable(path: Path) -> bytes | str:
     """The content of a text file small enough to search, or why grep skips the file."""
     try:
@@ -320,7 +328,7 @@ def _searchable(path: Path) -> bytes | str:
     except OSError as error:
         return f"cannot be read ({error.strerror or error})"
     if len(data) > MAX_SEARCHED_FILE_BYTES:
-        return f"is over {MAX_SEARCHED_FILE_BYTES:,} bytes, more than grep searches"
+        return _OVER_GREP_LIMIT
     return "is a binary file" if b"\x00" in data else data
 
 
