@@ -93,17 +93,6 @@ class AlignedLlama(llama_cpp.Llama):
 
     _last_prompt: list[int]
     state_file: Path | None = None
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        if self.draft_model is not None and len(self.scores) < self.n_ctx():
-            # Drafts are checked from the context's own logits (``_decode``), never copied into
-            # `scores`: logprobs would read an empty table, so llama_cpp is told to refuse them.
-            self._logits_all = False
-            # The drafted tokens and the one before them are checked in one batch; more than
-            # n_batch would be decoded in two, and the first one's logits are gone by then.
-            self.draft_model = _CappedDraft(self.draft_model, self.n_batch - 1)
-
     reused: int = 0
     """Prompt tokens of the last call taken from the cache rather than read."""
     _reading_prompt: bool = False
@@ -114,6 +103,18 @@ class AlignedLlama(llama_cpp.Llama):
     """Prompt tokens of the last call (see ``usage``)."""
     completion_tokens: int = 0
     """Tokens the last call generated, its end-of-generation token not counted (see ``usage``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.draft_model is not None and len(self.scores) < self.n_ctx():
+            # llama_cpp copies every drafted token's logits into `scores`, which has n_ctx rows only
+            # with logits_all=True (2.5 GB for Qwen 1.5B at 4,096) and failed past its n_batch rows
+            # ("could not broadcast"). Drafts are checked from the context's own logits instead
+            # (``_decode``), so `scores` stays empty and llama_cpp is told to refuse logprobs; and
+            # a draft is cut to one batch with the token before it (checked in two, the first
+            # batch's logits were gone and llama.cpp aborted).
+            self._logits_all = False
+            self.draft_model = _CappedDraft(self.draft_model, self.n_batch - 1)
 
     def generate(
         self, tokens: Sequence[int], *args: Any, **kwargs: Any
@@ -151,10 +152,7 @@ class AlignedLlama(llama_cpp.Llama):
         the cache holds it alone: the file then holds only what it names (saved after the whole
         prompt, it also held every later prompt token, twice the size or more)."""
         stop = getattr(_interrupt, "event", None)
-        # A draft model (llama_cpp's LlamaPromptLookupDecoding) needs the logits of every drafted
-        # token, which Llama.eval copies into `scores`: n_ctx rows only with logits_all=True (2.5 GB
-        # for Qwen 1.5B at 4,096), else n_batch rows, and past them it failed ("could not broadcast").
-        drafted = isinstance(self.draft_model, _CappedDraft)
+        drafted = isinstance(self.draft_model, _CappedDraft)  # see __init__
         self._save_when_read()
         for start in range(0, len(tokens), self.n_batch):
             if stop is not None and stop.is_set():

@@ -155,6 +155,18 @@ def read_in_part(model: Any) -> None:
     model.client.eval = interrupted
 
 
+def broken_state(folder: Any, names: int) -> Any:
+    """A state file in ``folder`` that names ``names`` prompt tokens of which llama.cpp read 16 (a
+    prompt read in part, saved as if read whole): restoring it fails with ``llama_decode``."""
+    model = models.load_model("local:gemma", prompt_state_dir=str(folder), **QUESTION_SETTINGS)
+    read_in_part(model)
+    with pytest.raises(KeyboardInterrupt):
+        model.invoke(numbers_question())
+    model.client._save_state(model.client._last_prompt[:names])
+    (broken,) = folder.glob("*.state")
+    return broken
+
+
 def test_a_prompt_read_in_part_is_not_saved(tmp_path: Any) -> None:
     """Interrupted while reading its first prompt, the model saved a state naming blocks it never
     read; every later process then failed with ``llama_decode returned -1``."""
@@ -227,12 +239,7 @@ def test_drafts_longer_than_a_block_are_cut_to_fit_one() -> None:
 
 
 def test_a_saved_state_that_does_not_decode_is_deleted_and_the_prompt_read_afresh(tmp_path: Any) -> None:
-    model = models.load_model("local:gemma", prompt_state_dir=str(tmp_path), **QUESTION_SETTINGS)
-    read_in_part(model)
-    with pytest.raises(KeyboardInterrupt):
-        model.invoke(numbers_question())
-    model.client._save_state(model.client._last_prompt[:32])  # names 32 tokens; llama.cpp read 16
-    (broken,) = tmp_path.glob("*.state")
+    broken = broken_state(tmp_path, names=32)
     broken_bytes = broken.read_bytes()
 
     question = numbers_question("What is 2 + 2?")
@@ -257,12 +264,7 @@ def test_a_saved_state_that_does_not_decode_is_deleted_when_saving_fails_too(
     decode then failed, the call raised AssertionError and the broken file stayed for every process."""
     import llama_cpp
 
-    model = models.load_model("local:gemma", prompt_state_dir=str(tmp_path), **QUESTION_SETTINGS)
-    read_in_part(model)
-    with pytest.raises(KeyboardInterrupt):
-        model.invoke(numbers_question())
-    model.client._save_state(model.client._last_prompt[:48])  # names 48 tokens; llama.cpp read 16
-    (broken,) = tmp_path.glob("*.state")
+    broken = broken_state(tmp_path, names=48)
 
     from langchain_core.messages import HumanMessage, SystemMessage
 

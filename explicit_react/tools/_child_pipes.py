@@ -96,11 +96,7 @@ def write_all(stream: IO[bytes] | None, data: bytes) -> None:
 def pump_in_thread(fd: int, capture: Capture) -> asyncio.Future[None]:
     """Read the pipe ``fd`` into ``capture`` (and close it) in a thread; the future is done at its end."""
 
-    def pump() -> None:
-        with open(fd, "rb") as stream:
-            pump_pipe(stream, capture)
-
-    return in_thread(pump, daemon=True)
+    return in_thread(lambda: pump_pipe(open(fd, "rb"), capture), daemon=True)  # pump_pipe closes it
 
 
 def in_thread(fn: Callable[[], None], *, daemon: bool) -> asyncio.Future[None]:
