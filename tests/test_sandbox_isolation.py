@@ -159,11 +159,73 @@ def test_a_system_call_through_another_table_kills_the_process() -> None:
     assert python_tool(timeout=10).invoke(code) == "Error: the process was killed by SIGSYS\nbefore"
 
 
-def test_the_keyring_filter_is_written_for_known_machines_only() -> None:
-    x86_64, aarch64 = _seccomp.keyring_filter("x86_64"), _seccomp.keyring_filter("aarch64")
+# (clone, unshare) as the kernel numbers them on this machine; clone3 is 435 on both.
+CLONE_SYSCALLS = {"x86_64": (56, 272), "aarch64": (220, 97)}.get(os.uname().machine)
+NEW_NAMESPACES = f"""
+import ctypes, os, shutil, subprocess, threading
+libc = ctypes.CDLL(None, use_errno=True)
+CLONE, UNSHARE = {CLONE_SYSCALLS}
+CLONE_NEWUSER, CLONE_NEWNET, CLONE_NEWNS, SIGCHLD = 0x10000000, 0x40000000, 0x20000, 17
+
+def in_a_child(call):  # unshare needs a process with one thread: a forked one
+    pid = os.fork()
+    if pid == 0:
+        result = call()
+        os._exit(0 if result == 0 else ctypes.get_errno() or 255)
+    return os.waitpid(pid, 0)[1] >> 8
+
+def clone(flags):  # a clone that succeeds returns 0 in the new process, which leaves at once
+    result = libc.syscall(CLONE, flags | SIGCHLD, 0, 0, 0, 0)
+    if result == 0:
+        os._exit(0)
+    if result > 0:
+        os.waitpid(result, 0)
+        return 0
+    return ctypes.get_errno()
+
+print("unshare user", in_a_child(lambda: libc.unshare(CLONE_NEWUSER)))
+print("unshare net", in_a_child(lambda: libc.unshare(CLONE_NEWNET)))
+print("setns", in_a_child(lambda: libc.setns(os.open("/proc/self/ns/net", os.O_RDONLY), 0)))
+print("clone user", clone(CLONE_NEWUSER), "clone mount", clone(CLONE_NEWNS), "clone plain", clone(0))
+print("clone3", libc.syscall(435, None, 0), ctypes.get_errno())
+if shutil.which("unshare"):
+    print("unshare -U", subprocess.run(["unshare", "-U", "true"], capture_output=True).returncode)
+thread = threading.Thread(target=print, args=("a thread",))
+thread.start(); thread.join()
+print(subprocess.run(["echo", "a process"], capture_output=True, text=True).stdout.strip())
+"""
+"""Code that tries every way to a namespace of its own, then starts a thread and a process."""
+NAMESPACES_REFUSED = [
+    "unshare user 1",  # EPERM
+    "unshare net 1",
+    "setns 1",
+    "clone user 1 clone mount 1 clone plain 0",
+    "clone3 -1 38",  # ENOSYS: the C library falls back to clone
+]
+THREAD_AND_PROCESS = ["a thread", "a process"]
+
+
+@pytest.mark.skipif(CLONE_SYSCALLS is None, reason=f"no clone numbers for {os.uname().machine} in this test")
+@pytest.mark.parametrize("isolated", [True, False], ids=["isolated", "unisolated"])
+def test_the_code_cannot_create_namespaces(isolated: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In a user namespace of its own the code would hold every capability (before: unshare of a
+    user namespace succeeded, as nobody); threads and processes still start."""
+    if isolated and not SUPPORT.isolated:
+        pytest.skip(f"no isolation here: {SUPPORT.description}")
+    if not isolated:
+        monkeypatch.setattr(
+            _sandbox, "support", lambda python: _sandbox.Support(False, "forced off by the test")
+        )
+    lines = python_tool(timeout=20).invoke(NEW_NAMESPACES).splitlines()
+    program = ["unshare -U 1"] if shutil.which("unshare") else []  # util-linux reports a failed unshare as 1
+    assert lines == [*NAMESPACES_REFUSED, *program, *THREAD_AND_PROCESS]
+
+
+def test_the_sandbox_filter_is_written_for_known_machines_only() -> None:
+    x86_64, aarch64 = _seccomp.sandbox_filter("x86_64"), _seccomp.sandbox_filter("aarch64")
     assert x86_64 and aarch64 and len(x86_64) % 8 == 0 and len(aarch64) % 8 == 0
     assert x86_64 != aarch64
-    assert _seccomp.keyring_filter("riscv64") is None
+    assert _seccomp.sandbox_filter("riscv64") is None
 
 
 @needs_isolation

@@ -7,7 +7,7 @@ interpreter's own folder read-only and nothing else of the machine's files, ``/p
 own processes, a small private ``/tmp``, and the working folder as the one writable place. Run as root,
 bubblewrap sets this up and the child then drops to the ``nobody`` user with no capabilities and
 ``no_new_privs`` (``setpriv``); run as another user, bubblewrap uses a user namespace and the child
-keeps that user's identity. A seccomp filter (``keyring_filter``, in ``_seccomp.py``), handed to
+keeps that user's identity. A seccomp filter (``sandbox_filter``, in ``_seccomp.py``), handed to
 bubblewrap, keeps the kernel's keyrings out of reach: they are not namespaced, so without it the
 code could read the agent's session keyring or leave a key for a later call in its user's keyring.
 The cgroup (v1 or v2) is used when the agent may create one below its own; without it the memory
@@ -32,7 +32,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from explicit_react.tools._seccomp import keyring_filter, seccomp_pipe
+from explicit_react.tools._seccomp import sandbox_filter, seccomp_pipe
 
 NOBODY = 65534
 TMPFS_BYTES = 16 * 1024 * 1024
@@ -46,7 +46,7 @@ _JOIN_CGROUPS = (
 class Support:
     """What isolation this machine offers: ``isolated`` is False when code would run unisolated;
     ``description`` says what is in effect, or why there is none. ``seccomp``: bubblewrap applies
-    ``keyring_filter()``; ``nproc``: ``RLIMIT_NPROC`` in the child limits the processes of the call
+    ``sandbox_filter()``; ``nproc``: ``RLIMIT_NPROC`` in the child limits the processes of the call
     alone (used when there is no cgroup)."""
 
     isolated: bool
@@ -70,14 +70,19 @@ def support(python_executable: str) -> Support:
         return Support(False, "bubblewrap (bwrap) is not installed; install the OS package 'bubblewrap'")
     if as_root() and shutil.which("setpriv") is None:
         return Support(False, "setpriv (util-linux) is not installed; it drops the child to 'nobody'")
-    program = keyring_filter()
+    program = sandbox_filter()
     failure = _probe(python_executable, program)
     seccomp = program is not None and failure is None
-    keyrings = "no kernel keyrings (seccomp)"
+    keyrings = "no kernel keyrings or new namespaces (seccomp)"
     if program is None:
-        keyrings = f"the kernel keyrings are NOT blocked (no seccomp filter for {os.uname().machine})"
+        keyrings = (
+            "the kernel keyrings and new namespaces are NOT blocked "
+            f"(no seccomp filter for {os.uname().machine})"
+        )
     elif failure is not None:  # a kernel without seccomp? Then isolated all the same, and said so
-        keyrings = f"the kernel keyrings are NOT blocked (the seccomp filter failed: {failure})"
+        keyrings = (
+            f"the kernel keyrings and new namespaces are NOT blocked (the seccomp filter failed: {failure})"
+        )
         failure = _probe(python_executable, None)
     if failure is not None:
         return Support(False, failure)

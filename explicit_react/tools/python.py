@@ -244,7 +244,7 @@ class PythonREPLTool(BaseTool):
         try:
             if found.isolated and found.cgroups:
                 cgroup = _sandbox.Cgroup.create(self.memory_limit_mb * 1024 * 1024, self.max_processes)
-            program = _seccomp.keyring_filter() if found.seccomp else None
+            program = _seccomp.sandbox_filter() if found.seccomp else None
             with _seccomp.seccomp_pipe(program) as seccomp_fd:  # read by bubblewrap as it starts
                 source = code.encode("utf-8", "surrogateescape")
                 yield _SandboxRun(self, scratch, source, found, cgroup, seccomp_fd)
@@ -335,7 +335,7 @@ class _SandboxRun:
         # The child leaves the agent's session keyring; unisolated, it installs the keyring filter
         # itself (in the sandbox bubblewrap did, before the child started).
         arch = _seccomp.architecture()
-        program = None if self.isolated else _seccomp.keyring_filter()
+        program = None if self.isolated else _seccomp.sandbox_filter()
         limits += [str(arch.keyctl if arch else 0), program.hex() if program else ""]
         python = ["-I", "-X", "utf8", "-c", _runner_source(), *limits, EXIT_REPORT]
         if not self.isolated:
