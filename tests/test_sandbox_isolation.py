@@ -416,7 +416,116 @@ def test_a_folder_left_behind_is_reported(monkeypatch: pytest.MonkeyPatch) -> No
     assert Path(warned[0].filename).parts[-2:] == ("tools", "python.py")  # not contextlib's exit
 
 
+# Installed packages -----------------------------------------------------------------------------
+
+IN_A_VIRTUALENV = pytest.mark.skipif(
+    sys.prefix == sys.base_prefix, reason="the suite does not run in a virtualenv"
+)
+VENV_VIEW = """
+import os, subprocess, sys
+print(sys.executable, sys.prefix)
+print([path for path in sys.path if path.endswith("site-packages")])
+print(subprocess.run([sys.executable, "-c", "import planted_module"]).returncode)
+print(sorted(os.listdir(sys.prefix)), os.listdir(os.path.dirname(sys.executable)))
+"""
+"""Code that prints where its interpreter is, the package folders it imports from, whether a process
+it starts with sys.executable imports the module, and what it sees of the virtualenv."""
+
+
+def make_venv(folder: Path) -> Path:
+    """A real virtualenv in ``folder`` (no pip: a fraction of a second), with a module, a ``.pth``
+    file that adds a folder, and a ``bin`` script that the sandbox should not show."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True, timeout=60)
+    (site,) = (folder / "lib").glob("*/site-packages")
+    (site / "planted_module.py").write_text("VALUE = 42\n")
+    (site / "extra").mkdir()
+    (site / "extra" / "from_pth.py").write_text("VALUE = 7\n")
+    (site / "extra.pth").write_text(str(site / "extra") + "\n")
+    (folder / "bin" / "script").write_text("#!/bin/sh\n")
+    return site
+
+
+@needs_isolation
+def test_the_code_runs_in_the_virtualenv_of_python_executable(tmp_path: Path) -> None:
+    """A virtualenv below /tmp (as in CI) is mounted after the private /tmp, which would hide it; the
+    code's interpreter and the processes it starts use its packages and not the base interpreter's;
+    the folders around it are empty and the rest of it is not shown; /tmp stays open to all."""
+    project = tmp_path / "project"
+    site = make_venv(project / "venv")
+    (project / ".env").write_text("API_KEY=not-for-the-code\n")
+    for path in [project / "venv", project, tmp_path, *tmp_path.parents[:-1]]:  # open to read, as usual
+        if path.is_relative_to(tempfile.gettempdir()):
+            path.chmod(0o755)
+    python = str(project / "venv" / "bin" / "python")
+    code = (
+        VENV_VIEW
+        + f"""
+import stat, planted_module, from_pth
+print(planted_module.VALUE, from_pth.VALUE, os.listdir({str(project)!r}))
+print(oct(stat.S_IMODE(os.stat("/tmp").st_mode)), open("/tmp/x", "w").write("ok"))
+"""
+    )
+    venv = _sandbox.virtualenv(python)
+    assert venv is not None
+    shown_libs = {
+        path.relative_to(project / "venv").parts[0] for path in venv.packages
+    }  # lib, and lib64 if made
+    lines = python_tool(timeout=20, python_executable=python).invoke(code).splitlines()
+    assert lines == [
+        f"{python} {project / 'venv'}",
+        str([str(site)]),
+        "0",
+        f"{sorted(['bin', 'pyvenv.cfg', *shown_libs])} ['python']",
+        "42 7 ['venv']",
+        "0o1777 2",
+    ]
+    hidden = python_tool(timeout=20, python_executable=python, site_packages=False).invoke(
+        "import planted_module"
+    )
+    assert hidden.startswith("Error: ModuleNotFoundError: No module named 'planted_module'")
+
+
+@needs_isolation
+@IN_A_VIRTUALENV
+def test_the_suites_own_virtualenv_is_found_and_shown_read_only() -> None:
+    venv = _sandbox.virtualenv(sys.executable)
+    assert venv is not None and venv.config == Path(sys.prefix) / "pyvenv.cfg"
+    code = (
+        "import langchain_core, os, sys\nprint(sys.prefix, os.path.exists("
+        + repr(str(ROOT / "README.md"))
+        + "))"
+    )
+    code += "\ntry:\n    open(os.path.join(os.path.dirname(langchain_core.__file__), 'planted.py'), 'w')"
+    code += "\nexcept OSError as error:\n    print(error.strerror)"
+    assert python_tool(timeout=20).invoke(code).splitlines() == [
+        f"{sys.prefix} False",
+        "Read-only file system",
+    ]
+    assert f"the virtualenv {sys.prefix} (its site-packages, read-only)" in python_tool().isolation
+
+
+def test_an_interpreter_of_no_virtualenv_has_none(tmp_path: Path) -> None:
+    assert _sandbox.virtualenv(os.path.realpath(sys.base_prefix + "/bin/python3")) is None
+    assert _sandbox.virtualenv(str(tmp_path / "missing" / "python")) is None
+
+
+@needs_isolation
+def test_the_code_may_enter_its_working_folder_by_path_and_spawn_processes() -> None:
+    """Its parents were made closed to 'nobody' (before: chdir to its own working folder was refused,
+    and a multiprocessing 'spawn' pool hung until the timeout)."""
+    code = """
+import multiprocessing, os
+os.chdir(os.getcwd())
+if __name__ == "__main__":
+    with multiprocessing.get_context("spawn").Pool(2) as pool:
+        print(pool.map(abs, [-1, -2]))
+"""
+    assert python_tool(timeout=30).invoke(code) == "[1, 2]"
+
+
 # The private /tmp ------------------------------------------------------------------------------------
+
+
 @needs_isolation
 def test_the_private_tmp_is_writable() -> None:
     code = (

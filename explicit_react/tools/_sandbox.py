@@ -2,14 +2,16 @@
 that limits the memory and the number of processes of everything the child starts.
 
 bubblewrap (``bwrap``, the sandbox Flatpak uses) gives the child its own PID, IPC, UTS and network
-namespaces and a mount namespace of its own: the system folders (``SYSTEM_FOLDERS``) and the
-interpreter's own folder read-only and nothing else of the machine's files, ``/proc`` showing only its
+namespaces and a mount namespace of its own: the system folders (``SYSTEM_FOLDERS``), the
+interpreter's own folder and, for an interpreter of a virtualenv, what Python needs of that
+virtualenv to import its packages (``Virtualenv``), read-only, and nothing else of the machine's files, ``/proc`` showing only its
 own processes, a small private ``/tmp``, and the working folder as the one writable place. Run as root,
 bubblewrap sets this up and the child then drops to the ``nobody`` user with no capabilities and
 ``no_new_privs`` (``setpriv``); run as another user, bubblewrap uses a user namespace and the child
 keeps that user's identity. A seccomp filter (``sandbox_filter``, in ``_seccomp.py``), handed to
-bubblewrap, keeps the kernel's keyrings out of reach: they are not namespaced, so without it the
-code could read the agent's session keyring or leave a key for a later call in its user's keyring.
+bubblewrap, keeps the kernel's keyrings out of reach (they are not namespaced, so without it the
+code could read the agent's session keyring or leave a key for a later call in its user's keyring),
+and the code from making namespaces of its own.
 The cgroup (v1 or v2) is used when the agent may create one below its own; without it the memory
 limit is per process (``RLIMIT_AS``) and the process count is limited with ``RLIMIT_NPROC``: as
 root through the ``nobody`` user, otherwise in the user namespace, where Linux 5.14 and later
@@ -155,10 +157,16 @@ def prepare_workdir(scratch: Path) -> Path:
 
 
 def bwrap_command(
-    workdir: Path, python_executable: str, *, allow_network: bool, seccomp_fd: int | None = None
+    workdir: Path,
+    python_executable: str,
+    *,
+    allow_network: bool,
+    seccomp_fd: int | None = None,
+    venv: Virtualenv | None = None,
 ) -> list[str]:
     """The command that starts ``python_executable`` inside the sandbox (append its arguments);
-    ``seccomp_fd``: a descriptor the command inherits, from ``seccomp_pipe``."""
+    ``seccomp_fd``: a descriptor the command inherits, from ``seccomp_pipe``; ``venv``: the
+    virtualenv to start it in instead, shown read-only (``virtualenv``)."""
     bwrap, setpriv = shutil.which("bwrap") or "bwrap", shutil.which("setpriv") or "setpriv"
     command = [bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc"]
     command += ["--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox"]
@@ -176,12 +184,22 @@ def bwrap_command(
     # /dev/shm held 640 MB past a 512 MB limit. A capped /dev/shm, and /dev read-only (its devices
     # still work: writing to /dev/null is no write to the file system).
     command += ["--perms", "1777", "--size", str(TMPFS_BYTES), "--tmpfs", "/dev/shm"]
-    command += ["--bind", str(workdir), str(workdir), "--remount-ro", "/", "--remount-ro", "/dev"]
+    # After the private /tmp, which would hide a folder below /tmp (a virtualenv there, as in CI).
+    shown = [Path(folder) for folder in SYSTEM_FOLDERS]
+    paths = [executable.parent.parent, *(venv.paths() if venv else ())]  # the interpreter's prefix first
+    for path in paths:
+        if path != Path("/") and not any(path.is_relative_to(folder) for folder in shown):
+            command += [*_parents(path), "--ro-bind", str(path), str(path)]
+            shown.append(path)
+    # The working folder's own parents are open to all: the code may chdir to its path again (a
+    # multiprocessing 'spawn' child does), which a parent closed to 'nobody' would refuse.
+    command += [*_parents(workdir), "--bind", str(workdir), str(workdir)]
+    command += ["--remount-ro", "/", "--remount-ro", "/dev"]
     command += ["--chdir", str(workdir), "--"]
     if as_root():
         command += [setpriv, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
         command += ["--inh-caps=-all", "--bounding-set=-all", "--no-new-privs"]
-    return [*command, str(executable)]
+    return [*command, str(venv.executable if venv else executable)]
 
 
 SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
@@ -192,8 +210,8 @@ a database, Docker, an ssh agent) to connect to, which a network namespace alone
 
 
 def _system_view(executable: Path, *, allow_network: bool) -> list[str]:
-    """bubblewrap options that show the child ``SYSTEM_FOLDERS`` and the interpreter's own folder
-    (its ``bin``'s parent: ``/usr``, or a pyenv or conda prefix elsewhere), read-only, in an empty root."""
+    """bubblewrap options that show the child ``SYSTEM_FOLDERS``, read-only, in an empty root (the
+    interpreter's own folder, its ``bin``'s parent, comes later: a pyenv or conda prefix)."""
     options: list[str] = []
     for name in SYSTEM_FOLDERS:
         path = Path(name)
@@ -201,16 +219,52 @@ def _system_view(executable: Path, *, allow_network: bool) -> list[str]:
             options += ["--symlink", os.readlink(path), name]
         elif path.is_dir():
             options += ["--ro-bind", name, name]
-    prefix = executable.parent.parent
     shown = [Path(folder) for folder in SYSTEM_FOLDERS]
-    if prefix != Path("/") and not any(prefix.is_relative_to(folder) for folder in shown):
-        for folder in reversed(prefix.parents[:-1]):  # e.g. /root, closed to 'nobody' on the host
-            options += ["--perms", "0755", "--dir", str(folder)]
-        options += ["--ro-bind", str(prefix), str(prefix)]
     resolver = Path(os.path.realpath("/etc/resolv.conf"))
     if allow_network and not any(resolver.is_relative_to(folder) for folder in shown):
         options += ["--ro-bind-try", str(resolver), str(resolver)]  # often below /run: the file alone
     return options
+
+
+def _parents(path: Path) -> list[str]:
+    """bubblewrap options that make the parents of ``path`` as empty folders open to all (e.g. /root,
+    closed to 'nobody' on the host, or the project around a virtualenv: nothing else in it is shown).
+    A folder the sandbox has already (``/tmp``) keeps its mode."""
+    options: list[str] = []
+    for parent in reversed(path.parents[:-1]):
+        options += ["--perms", "0755", "--dir", str(parent)]
+    return options
+
+
+@dataclass(frozen=True)
+class Virtualenv:
+    """The virtualenv ``python_executable`` belongs to: the interpreter as named there (not
+    resolved: started by that name, Python finds ``pyvenv.cfg`` and uses the virtualenv's packages,
+    before and instead of the base interpreter's, and so do processes it starts with
+    ``sys.executable``), its ``pyvenv.cfg``, and its ``site-packages`` folders."""
+
+    executable: Path
+    config: Path
+    packages: tuple[Path, ...]
+
+    def paths(self) -> list[Path]:
+        """What the sandbox shows of it, read-only: nothing else of its folder (no ``bin`` scripts,
+        and nothing of a project the virtualenv was made in)."""
+        return [self.config, self.executable, *self.packages]
+
+
+@functools.cache
+def virtualenv(python_executable: str) -> Virtualenv | None:
+    """The virtualenv of ``python_executable``, found as Python finds it: a ``pyvenv.cfg`` in the
+    interpreter's folder or the one above; ``None`` for an interpreter of no virtualenv. Nothing is
+    run: the virtualenv's ``.pth`` files and ``sitecustomize`` run only in the sandbox."""
+    executable = Path(os.path.abspath(python_executable))
+    configs = [folder / "pyvenv.cfg" for folder in (executable.parent, executable.parent.parent)]
+    config = next((found for found in configs if found.is_file()), None)
+    if config is None or not executable.is_file():
+        return None
+    packages = sorted(path for path in config.parent.glob("lib*/*/site-packages") if path.is_dir())
+    return Virtualenv(executable, config, tuple(packages))
 
 
 def remove_folder(folder: Path) -> bool:

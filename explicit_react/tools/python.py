@@ -2,9 +2,10 @@
 
 On Linux with bubblewrap (``_sandbox.py``) the child runs in its own namespaces: it cannot see,
 signal or read the ``/proc`` of the agent or any other process, has no network unless
-``allow_network=True``, sees the filesystem read-only except its fresh working folder, runs as an
-unprivileged user, cannot use the kernel's keyrings (a seccomp filter), and a cgroup bounds the
-memory and the number of processes of everything it starts. Where that is not available the tool
+``allow_network=True``, sees only the system folders and its interpreter's (with a virtualenv's
+packages), read-only, and its fresh working folder, runs as an unprivileged user, cannot use the
+kernel's keyrings or create namespaces (a seccomp filter), and a cgroup bounds the memory and the
+number of processes of everything it starts. Where that is not available the tool
 says so when it is created, and refuses to run code unless ``allow_unisolated=True`` (then the child
 runs as the agent's user, with only the limits below: treat that as no security boundary).
 
@@ -128,6 +129,11 @@ class PythonREPLTool(BaseTool):
         default_factory=dict, description="more variables (secrets still removed)"
     )
     allow_network: bool = Field(default=False, description="let isolated code use the network")
+    site_packages: bool = Field(
+        default=True,
+        description="when python_executable is a virtualenv's, run isolated code in that virtualenv "
+        "(its site-packages shown read-only)",
+    )
     allow_unisolated: bool = Field(
         default=False, description="where isolation is unavailable, run code anyway (as the agent's user)"
     )
@@ -152,8 +158,13 @@ class PythonREPLTool(BaseTool):
         """What isolation this tool's calls get, in one sentence."""
         found = _sandbox.support(self.python_executable)
         if found.isolated:
-            return found.description
+            venv = self._venv()
+            shown = f"; the virtualenv {venv.config.parent} (its site-packages, read-only)" if venv else ""
+            return found.description + shown
         return f"none ({found.description})" + ("" if self.allow_unisolated else "; calls are refused")
+
+    def _venv(self) -> _sandbox.Virtualenv | None:
+        return _sandbox.virtualenv(self.python_executable) if self.site_packages else None
 
     def _run(self, code: str, run_manager: CallbackManagerForToolRun | None = None) -> str:
         given_up = abandoned() or threading.Event()  # set when the agent stops waiting for this call
@@ -341,7 +352,11 @@ class _SandboxRun:
         if not self.isolated:
             return [tool.python_executable, *python]
         bwrap = _sandbox.bwrap_command(
-            self.workdir, tool.python_executable, allow_network=tool.allow_network, seccomp_fd=self.seccomp_fd
+            self.workdir,
+            tool.python_executable,
+            allow_network=tool.allow_network,
+            seccomp_fd=self.seccomp_fd,
+            venv=tool._venv(),
         )
         command = [*bwrap, *python]
         return self.cgroup.join_command(command) if self.cgroup else command
