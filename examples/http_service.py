@@ -3,7 +3,8 @@
 Request body: ``{"input": "...", "context": "", "max_iterations": 3, "max_seconds": 20, "allowed_tools": [...]}``;
 everything but ``input`` is optional. A request may ask for a smaller budget than the server's caps
 and a narrower tool allowlist than the server's tools, never for more: budgets above the cap are
-cut to it, a tool the server does not have is a 422. ``/invoke`` returns ``AgentResult.to_dict()``;
+cut to it, a tool the server does not have is a 422. ``/invoke`` returns ``AgentResult.to_dict()``
+(a model that failed is a ``502`` when the agent is set to raise, ``on_llm_error="raise"``);
 ``/stream`` is a ``text/event-stream`` of ``step`` events (``Step.to_dict()``) and one ``result``
 event (``AgentResult.to_dict()``), or an ``error`` event if the run raised.
 
@@ -29,6 +30,7 @@ from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field
 
 from explicit_react import ConfigurationError, ExplicitReActAgent, Step
+from explicit_react.errors import ModelCallError
 from explicit_react.redaction import error_message
 from explicit_react.tools import calculator
 
@@ -75,6 +77,8 @@ def create_app(
             result = await agent.arun(ask.input, ask.context)
         except ConfigurationError as exc:  # a request the agent refuses before it starts
             raise HTTPException(status_code=422, detail=str(exc)) from None
+        except ModelCallError as exc:  # only with on_llm_error="raise"; else the result says llm_error
+            raise HTTPException(status_code=502, detail=error_message(exc)) from None
         return result.to_dict()
 
     @app.post("/stream", response_class=EventSourceResponse)

@@ -290,11 +290,32 @@ def _written_arguments(args: str) -> ToolInput | None:
 
 
 def _literal_or_text(node: ast.expr, source: str | None) -> Any:
-    """The literal ``node`` holds; else its text in ``source``, or ``_NOT_LITERAL`` without one."""
+    """The literal ``node`` holds, as JSON holds it (``_json_form``); else its text in ``source``, or
+    ``_NOT_LITERAL`` without one."""
     try:
-        return ast.literal_eval(node)
+        value = _json_form(ast.literal_eval(node))
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return _NOT_LITERAL if source is None else ast.get_source_segment(source, node)
+        value = _NOT_LITERAL
+    if value is _NOT_LITERAL and source is not None:
+        return ast.get_source_segment(source, node)
+    return value
+
+
+def _json_form(value: Any) -> Any:
+    """A Python literal as a tool's JSON arguments can hold it: bytes as text (``b'Paris'`` is what
+    a model means by ``'Paris'``), a tuple as a list; ``_NOT_LITERAL`` for what JSON has no form of
+    (a set, whose order is not fixed, a complex number, ``...``, a key that is not text or a number)."""
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, list | tuple):
+        items = [_json_form(item) for item in value]
+        return _NOT_LITERAL if any(item is _NOT_LITERAL for item in items) else items
+    if isinstance(value, dict) and all(isinstance(key, str | int | float | bool) for key in value):
+        entries = {key: _json_form(item) for key, item in value.items()}
+        return _NOT_LITERAL if _NOT_LITERAL in entries.values() else entries
+    return _NOT_LITERAL
 
 
 def read_tool_input(raw: str) -> ToolInput:

@@ -45,10 +45,11 @@ def truncate_middle(text: str, limit: int) -> str:
 
 
 def format_tool_input(tool_input: Any) -> str:
-    """Action Input as the model wrote it: the text, or JSON for structured input."""
+    """Action Input as the model wrote it: the text, or JSON for structured input (a value JSON has
+    no form of, from a policy or a model's native tool call, as its ``str``)."""
     if isinstance(tool_input, str):
         return tool_input
-    return json.dumps(tool_input, ensure_ascii=False)
+    return json.dumps(tool_input, ensure_ascii=False, default=str)
 
 
 def render_step(step: Step) -> str:

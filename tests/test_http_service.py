@@ -143,3 +143,17 @@ def test_the_error_event_is_redacted(monkeypatch: pytest.MonkeyPatch) -> None:
         "error",
         {"error": "OSError: upload to https://logs.example/?token=[redacted] failed"},
     )
+
+
+def test_a_model_failure_raised_by_the_agent_is_a_502_with_a_redacted_message(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With on_llm_error="raise" the run raises ModelCallError: before, /invoke answered a bare 500."""
+    monkeypatch.setenv("SERVICE_API_KEY", "sk-service-canary-123456")
+    model = ScriptedChatModel([ConnectionError("upstream refused key sk-service-canary-123456")])
+    app = http_service.create_app(model, [search], on_llm_error="raise", max_retries=0)
+    reply = TestClient(app).post("/invoke", json={"input": "q"})
+    assert reply.status_code == 502
+    assert reply.json() == {
+        "detail": "the model call failed: ConnectionError: upstream refused key [redacted]"
+    }

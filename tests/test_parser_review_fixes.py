@@ -288,3 +288,43 @@ def test_code_that_assigns_a_name_of_the_argument_is_kept_as_code() -> None:
     executor = ToolExecutor([python])
     for code in ("code = 5; print(code)", "code = 5\nprint(code)", "x = 'a'"):
         assert executor.fit_input("python", code) == {"code": code}
+
+
+# -- A Python literal JSON has no form of, in call syntax ---------------------------------------------
+# Found by a review of the service path: search(query=b'...') reached json.dumps in the next prompt
+# and in qa's step descriptions, and the run raised TypeError with its steps lost.
+@pytest.mark.parametrize(
+    ("call", "tool_input"),
+    [
+        ("search(query=b'population of Paris')", {"query": "population of Paris"}),
+        ("search(b'population of Paris')", "population of Paris"),
+        ("calculator(expression=(1, 2))", {"expression": [1, 2]}),
+        ('search(query={"k": b"v"})', {"query": {"k": "v"}}),
+        ("calculator(expression={1, 2})", {"expression": "{1, 2}"}),  # a set has no fixed order: as written
+        ("calculator(expression=1j)", {"expression": "1j"}),
+        ("calculator(expression={(1, 2): 3})", {"expression": "{(1, 2): 3}"}),
+        ("calculator(1j)", "1j"),
+    ],
+)
+def test_a_literal_in_call_syntax_is_read_as_json_holds_it(call: str, tool_input: object) -> None:
+    parsed = parse(f"Thought: t\nAction: {call}", tools=TOOLS)
+    assert isinstance(parsed, Action) and parsed.tool_input == tool_input
+
+
+def test_a_run_given_bytes_in_call_syntax_goes_on_and_keeps_its_steps() -> None:
+    from explicit_react import GeneralQAAgent
+    from tests.helpers import final, search
+
+    model = ScriptedChatModel(
+        ["Thought: I will search.\nAction: search(query=b'population of Paris')", final("2.1 million")]
+    )
+    response = GeneralQAAgent(model, [search]).answer("How many people live in Paris?")
+    assert response["answer"] == "2.1 million" and response["stop_reason"] == "success"
+    assert response["detailed_steps"][0]["observation"] == "2100000"
+    assert 'Action Input: {"query": "population of Paris"}' in model.calls[-1].prompt
+
+
+def test_structured_input_json_cannot_write_is_shown_as_text() -> None:
+    from explicit_react.scratchpad import format_tool_input
+
+    assert format_tool_input({"x": {1}, "y": b"z"}) == '{"x": "{1}", "y": "b\'z\'"}'

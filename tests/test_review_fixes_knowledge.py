@@ -18,6 +18,8 @@
 
 from __future__ import annotations
 
+import copy
+import pickle
 import random
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -154,3 +156,40 @@ def test_the_cli_reads_a_single_knowledge_file_as_a_folders_files(tmp_path: Path
     (tmp_path / "data.bin").write_bytes(b"\x00\x01binary")
     with pytest.raises(cli.UsageError, match="binary file"):
         cli.build_tools(f"knowledge:{tmp_path / 'data.bin'}")
+
+
+def test_a_tool_building_its_index_does_not_hold_up_another_tools_search(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Found by a review of the service path: one lock for every tool's index build, so a request with
+    a big context held up the searches of every other request (the small one timed out behind it)."""
+    started, release = threading.Event(), threading.Event()
+    build = knowledge._Index.build
+
+    def slow_build(passages: list[knowledge.Passage]) -> knowledge._Index:
+        if any("slow" in passage.text for passage in passages):
+            started.set()
+            release.wait(30)
+        return build(passages)
+
+    monkeypatch.setattr(knowledge._Index, "build", staticmethod(slow_build))
+    big, small = KnowledgeBaseTool(["a slow document"]), KnowledgeBaseTool(["Paris is in France."])
+    building = threading.Thread(target=big.invoke, args=("document",))
+    building.start()
+    try:
+        assert started.wait(10)
+        answered: list[str] = []
+        other = threading.Thread(target=lambda: answered.append(small.invoke("Paris")))
+        other.start()
+        other.join(10)
+        assert answered and "Paris is in France." in answered[0]
+    finally:
+        release.set()
+        building.join(30)
+
+
+def test_a_copied_or_pickled_tool_has_a_build_lock_of_its_own() -> None:
+    tool = KnowledgeBaseTool(["Paris is in France."])
+    for copy_of in (pickle.loads(pickle.dumps(tool)), copy.deepcopy(tool)):
+        assert copy_of._building is not tool._building
+        assert "Paris is in France." in copy_of.invoke("Paris")

@@ -269,8 +269,22 @@ class _Index:
         return cls(passages, BM25Plus(tokenized), [frozenset(tokens) for tokens in tokenized], first_copy)
 
 
-_BUILDING = threading.Lock()
-"""Held while an index is built: searches that find none wait for it rather than build their own."""
+class _BuildLock:
+    """Held while a tool's index is built: its searches that find none wait for it rather than build
+    their own, and other tools' searches do not wait at all. A copy of the tool (pickled, deep-copied)
+    gets a lock of its own."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> None:
+        self._lock.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()
+
+    def __reduce__(self) -> tuple[type[_BuildLock], tuple[()]]:
+        return (_BuildLock, ())
 
 
 class KnowledgeQuery(BaseModel):
@@ -295,6 +309,7 @@ class KnowledgeBaseTool(BaseTool):
     max_query_chars: int = Field(default=1_000, ge=1, description="longer queries are refused")
     passages: list[Passage] = Field(default_factory=list)
     _index: _Index | None = PrivateAttr(default=None)
+    _building: _BuildLock = PrivateAttr(default_factory=_BuildLock)
 
     def __init__(self, documents: Iterable[Any] = (), **kwargs: Any) -> None:
         """``documents``: strings, dicts (``content``/``page_content``, ``source``, ``title``) or
@@ -373,7 +388,7 @@ class KnowledgeBaseTool(BaseTool):
         index = self._index
         if index is not None and index.passages == self.passages:
             return index
-        with _BUILDING:
+        with self._building:
             if self._index is None or self._index.passages != self.passages:
                 self._index = _Index.build(list(self.passages))
             return self._index
