@@ -36,7 +36,7 @@ def test_a_percent_sign_as_a_percentage_is_refused_with_how_to_write_it(expressi
 
 @pytest.mark.parametrize(
     ("expression", "result"),
-    [("7 % 3", "1"), ("7 % (-3)", "-2"), ("(7 % 3) + 1", "2"), ("10 % -3", "-2"), ("7%-2", "-1")],
+    [("7 % 3", "1"), ("7 % (-3)", "-2"), ("(7 % 3) + 1", "2"), ("10 % -3", "-2"), ("7%(-2)", "-1")],
 )
 def test_the_remainder_still_works(expression: str, result: str) -> None:
     assert calculator.invoke(expression) == result

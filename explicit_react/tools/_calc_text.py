@@ -81,9 +81,14 @@ def _round_half_up(value: Number, digits: int | None) -> Number:
     return float(rounded)
 
 
-_PERCENT_SIGN = re.compile(r"%[ \t]*(?:[+-][ \t]|\)|\Z)")
-"""A ``%`` with no number after it, or a sign and a space: "200 * 15%", "200 * 15% + 5" (read by
-Python as 200*15 % +5, which is 0); "10 % -3" is a remainder."""
+_PERCENT_SIGN = re.compile(
+    r"%[ \t]*(?:[+-][ \t]|[*/)]|(?:of|x)(?![\w.])|\Z)"  # "15%", "15% * 200", "15% of 200", "15% + 5"
+    r"|(?<=[\w.)])%[ \t]*[+-]"  # a % on its number, then a sign: "200*15%+5", "100-20%-5"
+)
+"""A ``%`` written as a percentage, which Python reads as the remainder of a division: at the end,
+before ``)``, an operator, "of" or "x", or a sign ("200 * 15% + 5" is 200*15 % +5, which is 0). A
+remainder by a negative number is written with the ``%`` apart from its left number ("10 % -3") or
+the number in parentheses ("7%(-2)")."""
 
 
 def percent_sign(text: str) -> CalculationError | None:
@@ -93,7 +98,8 @@ def percent_sign(text: str) -> CalculationError | None:
         return None
     return CalculationError(
         f"% is the remainder of a division here (7 % 3 is 1), not a percentage ({text!r}). "
-        "Write a percentage as a fraction: 15 percent of 200 is 15/100*200"
+        "Write a percentage as a fraction: 15 percent of 200 is 15/100*200; a remainder by a "
+        "negative number as 7 % (-2)"
     )
 
 

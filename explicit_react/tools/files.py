@@ -66,8 +66,13 @@ class Workspace:
             raise tool_error("empty path; give a path relative to the workspace root")
         if "\x00" in path:
             raise tool_error("the path contains a NUL character")
-        candidate = Path(path.strip())
-        if candidate.is_absolute() or path.strip().startswith("~"):
+        # A backslash is a folder separator as Windows writes it ("notes\\a.txt"), not a character
+        # of a file name: read as one, "sub\\a.txt" made a file of that name and "..\\x" passed the
+        # check for "..".
+        candidate = Path(path.strip().replace("\\", "/"))
+        first = candidate.parts[0] if candidate.parts else ""
+        home = first == "~" or (first.startswith("~") and len(candidate.parts) > 1)
+        if candidate.is_absolute() or home:  # "~/x" and "~user/x" name a home folder; "~notes.txt" is a file
             raise tool_error(f"{path!r} is an absolute path; use a path relative to the workspace root")
         if ".." in candidate.parts:
             raise tool_error(f"{path!r} contains '..'; paths must stay inside the workspace root")
@@ -191,10 +196,13 @@ class Workspace:
         start = self._existing(dir)
         if not start.is_dir():
             raise tool_error(f"{dir!r} is not a directory")
+        # "**/" is any number of folders, none included, as in pathlib and git: "**/*.txt" is every
+        # .txt file, the top folder's too ("*" alone already crosses "/" in fnmatch).
+        globs = {glob, glob.replace("**/", "")}
         found: list[str] = []
         for file in self.files_under(start):
             shown = self.relative(file)
-            if fnmatch.fnmatch(file.name, glob) or fnmatch.fnmatch(shown, glob):
+            if any(fnmatch.fnmatch(file.name, each) or fnmatch.fnmatch(shown, each) for each in globs):
                 if len(found) == MAX_FILES_LISTED:
                     found.append(f"[... more than {MAX_FILES_LISTED} files; narrow the glob or dir]")
                     break
@@ -204,6 +212,8 @@ class Workspace:
     def write_file(self, path: str, content: str) -> str:
         """Create or overwrite a text file (parent directories are created)."""
         real = self.resolve(path)
+        if path.strip().endswith(("/", "\\")):  # resolve drops the "/": "notes/" became a file "notes"
+            raise tool_error(f"{path!r} names a folder; give a file name, such as {path.strip()}notes.txt")
         if real.is_dir():
             raise tool_error(f"{path!r} is a directory")
         if len(content) > MAX_WRITTEN_CHARS:

@@ -71,6 +71,9 @@ def _word() -> re.Pattern[str]:
 # Chinese and Japanese are written without spaces: each ideograph or kana counts as a word.
 _UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _STEMMING = threading.Lock()
+# The tail of a possessive or a contraction ("Lumacrab's", "don't", "we'll"): read as a word of its
+# own, an "s" in a question counted against every passage without one.
+_CONTRACTION = re.compile(r"(?<=[^\W\d_])['\u2019](?:s|t|d|ll|re|ve|m)(?![^\W_])")
 
 
 def tokenize(text: str) -> list[str]:
@@ -79,6 +82,7 @@ def tokenize(text: str) -> list[str]:
     -> found. "résumé" stays one word, and "9.7" one number; "İstanbul" is "istanbul" (casefolded,
     the dotted capital I leaves a dot above that no one types)."""
     text = unicodedata.normalize("NFKC", text).casefold().replace("i\u0307", "i")
+    text = _CONTRACTION.sub("", text)
     words = (word.replace(",", "") for word in _word().findall(_UNSPACED.sub(r" \g<0> ", text)))
     return [_stem(word) for word in words if word not in STOPWORDS]
 
