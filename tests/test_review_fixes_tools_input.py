@@ -10,6 +10,9 @@
 4. ``search_files("**/*.txt")`` missed the top folder's .txt files.
 5. ``write_file("notes/", ...)`` wrote a file named "notes"; "~notes.txt" was refused as a home
    folder.
+6. The calculator refused the signs of arithmetic as they are printed ("3 × 4", "12 ÷ 4", "3 − 1"
+   with U+2212, "5²", "4 x 12.50") and a closing "=" ("2+2=", "2 + 2 = ?"): each an "invalid
+   character" or "invalid syntax" error that cost the model a step.
 """
 
 from __future__ import annotations
@@ -72,6 +75,32 @@ def test_a_possessive_question_finds_its_passage_first() -> None:
         k=1,
     )
     assert "1270 dollars" in kb.invoke("What is the Lumacrab's price?")
+
+
+@pytest.mark.parametrize(
+    ("expression", "result"),
+    [
+        ("3 × 4", "12"),
+        ("12 ÷ 4", "3"),
+        ("3 \u2212 1", "2"),
+        ("2·3", "6"),
+        ("5²", "25"),
+        ("(2+3)³", "125"),
+        ("4 x 12.50", "50"),
+        ("3x4", "12"),
+        ("10 X (2+1)", "30"),
+        ("2+2=", "4"),
+        ("2 + 2 = ?", "4"),
+        ("0x1F", "31"),  # a hex number keeps its x
+    ],
+)
+def test_printed_signs_of_arithmetic_are_read(expression: str, result: str) -> None:
+    assert calculator.invoke(expression) == result
+
+
+def test_an_error_after_the_signs_are_read_names_the_expression_as_written() -> None:
+    observation = calculator.invoke("3 × (4 =")
+    assert observation.startswith("Error: invalid expression") and "'3 × (4 ='" in observation
 
 
 def tools(root: Path) -> dict[str, BaseTool]:

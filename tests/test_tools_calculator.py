@@ -153,7 +153,7 @@ def test_one_unit_written_after_the_numbers_is_dropped(expression: str, expected
     [
         "10 percent * 200",  # an operation in words, not a unit
         "2x + 3",
-        "3 x 4",
+        "2 x y",  # an x between two numbers is a multiplication (test_review_fixes_tools_input.py)
         "2 kg m",  # a second word is not stripped too
         "5 a b",
         "2 m + 3 ms",  # one-letter words are not units, and "ms" is not the plural of "m"

@@ -30,9 +30,9 @@ from typing import Any
 from explicit_react.tools import KnowledgeBaseTool
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from answers import contains
 from failures import classify
 from run import KNOWLEDGE_SETTINGS
-from answers import contains
 from worlds import TUNING_SEEDS, World
 
 GROUPS = ("found_now", "asked_missed", "never_asked")
@@ -96,7 +96,9 @@ def replay(paths: Sequence[Path], systems: set[str] | None) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Replay the searches of the records in the given results files; print the counts."""
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("results", nargs="+", type=Path)
     parser.add_argument("--systems", help="comma-separated systems to read (default: all)")
     parser.add_argument("--examples", action="store_true", help="print each missing fact's queries")

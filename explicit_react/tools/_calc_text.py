@@ -300,6 +300,20 @@ def words_error(text: str) -> CalculationError | None:
     )
 
 
+_OPERATOR_SIGNS = str.maketrans({"×": "*", "÷": "/", "−": "-", "·": "*", "⋅": "*", "²": "**2", "³": "**3"})
+_TRAILING_EQUALS = re.compile(r"[ \t]*=[ \t]*\??[ \t]*\Z")
+_TIMES_X = re.compile(r"(?P<hex>(?<![\w.])0[xX][0-9a-fA-F_]+)|(?<=[\d)])[ \t]*[xX][ \t]*(?=[\d(.])")
+
+
+def with_operator_signs(text: str) -> str:
+    """``3 × 4 − 1 =`` -> ``3 * 4 - 1``: the signs of arithmetic as people and models print them
+    (×, ÷, the minus sign U+2212, a middle dot, ², ³, an x between two numbers) as Python's, and a
+    closing ``=`` (or ``= ?``) dropped. Each was an "invalid character" or "invalid syntax" error
+    that cost the model a step, though its meaning is not in doubt. ``0x1F`` stays a hex number."""
+    text = _TRAILING_EQUALS.sub("", text.translate(_OPERATOR_SIGNS))
+    return _TIMES_X.sub(lambda match: match["hex"] or "*", text)
+
+
 def drop_surplus_closing_parentheses(text: str) -> str:
     """``(3 * 9400) * (1 - 0.08))`` -> ``(3 * 9400) * (1 - 0.08)``: only extra ``)`` at the very end.
 

@@ -24,6 +24,7 @@ from explicit_react.tools._calc_text import (
     operation_words_error,
     percent_sign,
     with_currency_words,
+    with_operator_signs,
     without_thousands_separators,
     without_unit,
     words_error,
@@ -59,7 +60,8 @@ def evaluate(expression: str) -> Number:
         raise CalculationError(f"expression too long (over {MAX_EXPRESSION_CHARS} characters)")
     if percent_sign_error := percent_sign(written):
         raise percent_sign_error
-    text = without_thousands_separators(with_currency_words(drop_surplus_closing_parentheses(written)))
+    text = with_operator_signs(written)
+    text = without_thousands_separators(with_currency_words(drop_surplus_closing_parentheses(text)))
     return _as_written(text, written)
 
 
