@@ -177,7 +177,7 @@ def test_grep_says_why_it_skipped_the_file_it_was_given(tmp_path: Path) -> None:
         "Error: 'pipe' is not a regular file (a FIFO, a device or a socket)"  # read_file refuses it too
     )
     assert grep.invoke({"pattern": "ERROR"}) == (
-        "No matches for 'ERROR' in . (1 files skipped: binary, over 2,000,000 bytes, or unreadable)."
+        "No matches for 'ERROR' in the workspace root (1 files skipped: binary, over 2,000,000 bytes, or unreadable)."
     )
     (tmp_path / "blob.bin").write_bytes(b"ERROR\x00\x01")
     assert (

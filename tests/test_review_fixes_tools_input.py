@@ -150,3 +150,12 @@ def test_a_file_name_starting_with_a_tilde_is_a_file_and_a_home_folder_is_refuse
     assert (tmp_path / "~notes.txt").read_text() == "x"
     for home in ("~", "~/notes.txt", "~root/notes.txt"):
         assert "is an absolute path" in files["write_file"].invoke({"path": home, "content": "x"})
+
+
+def test_a_search_that_finds_nothing_names_where_it_looked_without_reading_as_dot_dot(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "a.txt").write_text("hello\n")
+    files = tools(tmp_path)
+    assert files["grep"].invoke({"pattern": "absent"}) == "No matches for 'absent' in the workspace root."
+    assert files["grep"].invoke({"pattern": "absent", "path": "sub\\"}) == "No matches for 'absent' in sub."
+    assert files["search_files"].invoke({"glob": "*.md", "dir": "sub"}) == "No files match '*.md' in sub."

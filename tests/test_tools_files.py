@@ -91,7 +91,7 @@ def test_grep_plain_and_regex(workspace: Path) -> None:
         "pkg/util.py:1: def helper():",
     ]
     assert grep.invoke({"pattern": "(", "is_regex": True}).startswith("Error: invalid regular expression")
-    assert grep.invoke({"pattern": "nothing-here"}) == "No matches for 'nothing-here' in .."
+    assert grep.invoke({"pattern": "nothing-here"}) == "No matches for 'nothing-here' in the workspace root."
 
 
 def test_grep_caps_matches(workspace: Path) -> None:
@@ -105,7 +105,7 @@ def test_search_files(workspace: Path) -> None:
     search = tools_by_name(workspace)["search_files"]
     assert search.invoke({"glob": "*.py"}).splitlines() == ["app.py", "pkg/util.py"]
     assert search.invoke({"glob": "*", "dir": "pkg"}) == "pkg/util.py"
-    assert search.invoke({"glob": "*.rs"}) == "No files match '*.rs' under .."
+    assert search.invoke({"glob": "*.rs"}) == "No files match '*.rs' in the workspace root."
 
 
 def test_write_and_edit(workspace: Path) -> None:

@@ -88,6 +88,11 @@ class Workspace:
         """How a path inside the root is shown to the model."""
         return real.relative_to(self.root).as_posix() or "."
 
+    def where(self, real: Path) -> str:
+        """A place inside the root as a sentence names it: "the workspace root" rather than ".", which
+        before a full stop read as "..", the parent folder."""
+        return "the workspace root" if real == self.root else self.relative(real)
+
     def files_under(self, start: Path) -> Iterator[Path]:
         """Every regular file under ``start`` (itself, if a file) that resolves inside the root, in
         name order, folders depth first. A folder walked with a stack of its own, not ``os.walk``
@@ -187,7 +192,7 @@ class Workspace:
         note = f" ({skipped} files skipped: binary, over {MAX_SEARCHED_FILE_BYTES:,} bytes, or unreadable)"
         if matches:
             return "\n".join(matches)
-        return f"No matches for {pattern!r} in {path}{note if skipped else ''}."
+        return f"No matches for {pattern!r} in {self.where(start)}{note if skipped else ''}."
 
     def search_files(self, glob: str = "*", dir: str = ".") -> str:
         """Files whose name (or path relative to the root) matches ``glob``."""
@@ -207,7 +212,7 @@ class Workspace:
                     found.append(f"[... more than {MAX_FILES_LISTED} files; narrow the glob or dir]")
                     break
                 found.append(shown)
-        return "\n".join(found) if found else f"No files match {glob!r} under {dir}."
+        return "\n".join(found) if found else f"No files match {glob!r} in {self.where(start)}."
 
     def write_file(self, path: str, content: str) -> str:
         """Create or overwrite a text file (parent directories are created)."""
